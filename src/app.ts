@@ -1,0 +1,146 @@
+// Builds the Fastify app: cross-cutting plugins, then each module's routes.
+import { randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyRequest } from 'fastify';
+import type { AppContext } from './context.ts';
+import { ping } from './db/connection.ts';
+import { apiKeyAuth } from './http/auth.ts';
+import { registerErrorHandling } from './http/errors.ts';
+import { createMetrics } from './http/metrics.ts';
+import type { ApiKeyRouteOptions, App, RouteOptions } from './http/types.ts';
+import { apiKeyRoutes } from './modules/api-keys/routes.ts';
+import { authRoutes } from './modules/auth/routes.ts';
+import { organizationRoutes } from './modules/organizations/routes.ts';
+import { productRoutes } from './modules/products/routes.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rawBody: string | undefined;
+  }
+}
+
+/** Dashboard-session and public endpoints, under /api. */
+const SESSION_AND_PUBLIC_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [
+  authRoutes,
+  organizationRoutes,
+  apiKeyRoutes,
+  productRoutes,
+];
+
+/** API-key endpoints, registered under /api (production keys) and /sandbox/api (sandbox keys). */
+const API_KEY_ROUTES: ((app: App, options: ApiKeyRouteOptions) => Promise<void>)[] = [];
+
+/** HTML pages and static assets at the root (/checkout/{token}, /pay/{id}, /dashboard/). */
+const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [];
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Paths that carry a bearer capability (checkout tokens) are logged without it. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/checkout\/(?!sync-status)[^/?]+/, '/checkout/[redacted]');
+}
+
+export async function buildApp(ctx: AppContext): Promise<App> {
+  const app = Fastify({
+    logger:
+      ctx.config.logLevel === 'silent'
+        ? false
+        : {
+            level: ctx.config.logLevel,
+            redact: {
+              paths: [
+                'req.headers.authorization',
+                'req.headers["api-key"]',
+                'req.headers.cookie',
+                'res.headers["set-cookie"]',
+              ],
+              censor: '[redacted]',
+            },
+            serializers: {
+              req: (request: FastifyRequest) => ({
+                method: request.method,
+                url: redactUrl(request.url),
+                ip: request.ip,
+              }),
+            },
+          },
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    trustProxy: ctx.config.trustProxy,
+    bodyLimit: ctx.config.bodyLimit,
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 200 },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest('principal', null);
+  app.decorateRequest('rawBody', undefined);
+
+  // JSON with the raw text kept (webhook receivers verify signatures over exact bytes); an empty body is no body.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    request.rawBody = text;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      const error = Object.assign(new Error('body: malformed JSON.'), {
+        code: 'FST_ERR_CTP_INVALID_JSON_BODY',
+        statusCode: 400,
+      });
+      done(error, undefined);
+    }
+  });
+
+  registerErrorHandling(app);
+  const metrics = createMetrics(app);
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    if (request.url.startsWith('/api/') || request.url.startsWith('/sandbox/api/'))
+      reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    try {
+      await ping(ctx.db);
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ detail: 'Database is not reachable.' });
+    }
+  });
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(metrics.contentType);
+    return metrics.render();
+  });
+
+  await app.register(
+    async (api) => {
+      for (const routes of SESSION_AND_PUBLIC_ROUTES) await api.register(routes, { ctx });
+    },
+    { prefix: '/api' },
+  );
+
+  for (const [prefix, environment] of [
+    ['/api', 'production'],
+    ['/sandbox/api', 'sandbox'],
+  ] as const) {
+    await app.register(
+      async (scope) => {
+        const options: ApiKeyRouteOptions = { ctx, environment, requireKey: apiKeyAuth(ctx, environment) };
+        for (const routes of API_KEY_ROUTES) await scope.register(routes, options);
+      },
+      { prefix },
+    );
+  }
+
+  for (const routes of PAGE_ROUTES) await app.register(routes, { ctx });
+
+  return app;
+}

@@ -1,0 +1,62 @@
+// Opens the database the configuration names and runs the migrations.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Config, DatabaseKind } from '../config.ts';
+import type { Database, Executor } from './database.ts';
+import { migrateToLatest } from './migrate.ts';
+import { openSqlite } from './sqlite-driver.ts';
+
+// int8 (COUNT, bigserial ids, minor units) as JS numbers: every value we store is far below 2^53.
+pg.types.setTypeParser(20, (value) => Number(value));
+
+export interface DbHandle {
+  db: Kysely<Database>;
+  kind: DatabaseKind;
+  close(): Promise<void>;
+}
+
+export function openDatabase(config: Config['database']): DbHandle {
+  if (config.kind === 'sqlite') {
+    mkdirSync(dirname(config.file), { recursive: true });
+    const database = openSqlite(config.file);
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    return { db, kind: 'sqlite', close: () => db.destroy() };
+  }
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.poolSize,
+    options: config.schema ? `-c search_path=${config.schema}` : undefined,
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, kind: 'postgres', close: () => db.destroy() };
+}
+
+export async function openAndMigrate(config: Config['database']): Promise<DbHandle> {
+  if (config.kind === 'postgres' && config.schema) {
+    const bootstrap = new pg.Client({ connectionString: config.url });
+    await bootstrap.connect();
+    try {
+      await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS ${config.schema}`);
+    } finally {
+      await bootstrap.end();
+    }
+  }
+  const handle = openDatabase(config);
+  try {
+    await migrateToLatest(handle.db, handle.kind);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return handle;
+}
+
+export function isPostgres(db: Executor): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+export async function ping(db: Executor): Promise<void> {
+  await sql`select 1`.execute(db);
+}

@@ -1,0 +1,99 @@
+// Who is calling: an API key (server integrations) or a dashboard session (the web app).
+// Each endpoint accepts exactly one kind; the other kind gets 401.
+import type { FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { AppContext } from '../context.ts';
+import type { Scope } from '../modules/api-keys/scopes.ts';
+import { type ApiKeyPrincipal, authenticateApiKey } from '../modules/api-keys/service.ts';
+import type { Environment } from '../modules/api-keys/table.ts';
+import { authenticateSession, type SessionPrincipal } from '../modules/auth/service.ts';
+import { ForbiddenError, UnauthorizedError } from './errors.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: ApiKeyPrincipal | SessionPrincipal | null;
+  }
+}
+
+export const SESSION_COOKIE = 'kassa_session';
+
+export function readCookie(request: FastifyRequest, name: string): string | null {
+  const header = request.headers.cookie;
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const index = part.indexOf('=');
+    if (index > 0 && part.slice(0, index).trim() === name)
+      return decodeURIComponent(part.slice(index + 1).trim());
+  }
+  return null;
+}
+
+function authorization(request: FastifyRequest): { scheme: string; value: string } | null {
+  const header = request.headers.authorization;
+  if (!header) return null;
+  const index = header.indexOf(' ');
+  if (index < 0) return { scheme: header.toLowerCase(), value: '' };
+  return { scheme: header.slice(0, index).toLowerCase(), value: header.slice(index + 1).trim() };
+}
+
+function apiKeyFrom(request: FastifyRequest): string | null {
+  const auth = authorization(request);
+  if (auth?.scheme === 'api-key') return auth.value;
+  const header = request.headers['api-key'];
+  return typeof header === 'string' ? header.trim() : null;
+}
+
+export type ApiKeyHandlerFactory = (required: readonly Scope[]) => preHandlerAsyncHookHandler;
+
+/** preHandler for API-key endpoints on one base path (`/api` = production, `/sandbox/api` = sandbox). */
+export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandlerFactory {
+  return (required) =>
+    async function requireApiKey(request: FastifyRequest) {
+      const raw = apiKeyFrom(request);
+      if (raw === null) {
+        const auth = authorization(request);
+        if (auth?.scheme === 'token' || readCookie(request, SESSION_COOKIE)) {
+          throw new UnauthorizedError('This endpoint needs an API key; dashboard sessions are not accepted.');
+        }
+        throw new UnauthorizedError(
+          'Authentication credentials were not provided. Send Authorization: Api-Key <key>.',
+        );
+      }
+      request.principal = await authenticateApiKey(ctx, raw, basePath, required);
+    };
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** preHandler for dashboard endpoints: `Authorization: Token <token>` or the `kassa_session` cookie. */
+export function sessionAuth(ctx: AppContext): preHandlerAsyncHookHandler {
+  return async function requireSession(request: FastifyRequest, _reply: FastifyReply) {
+    const auth = authorization(request);
+    if (apiKeyFrom(request) !== null) {
+      throw new UnauthorizedError('This endpoint needs a dashboard session; API keys are not accepted.');
+    }
+    let token: string | null = null;
+    if (auth?.scheme === 'token') token = auth.value;
+    else if (auth === null) {
+      token = readCookie(request, SESSION_COOKIE);
+      if (token !== null && !SAFE_METHODS.has(request.method) && !request.headers['x-requested-with']) {
+        throw new ForbiddenError(
+          'Cookie-authenticated requests that change data must send X-Requested-With.',
+        );
+      }
+    }
+    if (!token) throw new UnauthorizedError('Authentication credentials were not provided.');
+    const principal = await authenticateSession(ctx, token);
+    if (!principal) throw new UnauthorizedError('Invalid or expired session token.');
+    request.principal = principal;
+  };
+}
+
+export function apiKeyOf(request: FastifyRequest): ApiKeyPrincipal {
+  if (request.principal?.kind !== 'api_key') throw new UnauthorizedError();
+  return request.principal;
+}
+
+export function sessionOf(request: FastifyRequest): SessionPrincipal {
+  if (request.principal?.kind !== 'session') throw new UnauthorizedError();
+  return request.principal;
+}

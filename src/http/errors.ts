@@ -1,0 +1,182 @@
+// Domain errors and their one mapping to HTTP. Every error leaves as {"detail": "..."}.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+export class DomainError extends Error {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  constructor(status: number, detail: string, headers: Record<string, string> = {}) {
+    super(detail);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+export class ValidationError extends DomainError {
+  constructor(detail: string) {
+    super(400, detail);
+  }
+}
+export class UnauthorizedError extends DomainError {
+  constructor(detail = 'Authentication credentials were not provided or are invalid.') {
+    super(401, detail);
+  }
+}
+export class ForbiddenError extends DomainError {
+  constructor(detail = 'You do not have permission to perform this action.') {
+    super(403, detail);
+  }
+}
+export class NotFoundError extends DomainError {
+  constructor(detail = 'Not found.') {
+    super(404, detail);
+  }
+}
+export class MethodNotAllowedError extends DomainError {
+  constructor(method: string, allow: string[] = []) {
+    super(405, `Method "${method}" not allowed.`, allow.length ? { allow: allow.join(', ') } : {});
+  }
+}
+export class ConflictError extends DomainError {
+  constructor(detail: string) {
+    super(409, detail);
+  }
+}
+export class GoneError extends DomainError {
+  constructor(detail: string) {
+    super(410, detail);
+  }
+}
+export class UnprocessableError extends DomainError {
+  constructor(detail: string) {
+    super(422, detail);
+  }
+}
+export class RateLimitedError extends DomainError {
+  constructor(detail: string, retryAfterS: number, headers: Record<string, string> = {}) {
+    super(429, detail, { 'retry-after': String(retryAfterS), ...headers });
+  }
+}
+
+interface AjvIssue {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+function fieldName(issue: AjvIssue, context: string | undefined): string {
+  const path = (issue.instancePath ?? '')
+    .split('/')
+    .filter(Boolean)
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('')
+    .replace(/^\./, '');
+  if (issue.keyword === 'required' && typeof issue.params?.missingProperty === 'string') {
+    return path ? `${path}.${issue.params.missingProperty}` : issue.params.missingProperty;
+  }
+  if (issue.keyword === 'additionalProperties' && typeof issue.params?.additionalProperty === 'string') {
+    return path ? `${path}.${issue.params.additionalProperty}` : issue.params.additionalProperty;
+  }
+  return path || (context === 'body' ? 'body' : (context ?? 'request'));
+}
+
+/** Turns the validator's first complaint into a sentence that names the field. */
+export function describeValidation(issues: AjvIssue[], context: string | undefined): string {
+  const issue = issues[0] ?? {};
+  const field = fieldName(issue, context);
+  const p = issue.params ?? {};
+  switch (issue.keyword) {
+    case 'required':
+      return `${field}: this field is required.`;
+    case 'additionalProperties':
+      return `${field}: unknown field.`;
+    case 'type':
+      return `${field}: must be of type ${String(p.type).replace(/,/g, ' or ')}.`;
+    case 'maxLength':
+      return `${field}: must be at most ${p.limit} characters.`;
+    case 'minLength':
+      return Number(p.limit) === 1
+        ? `${field}: may not be blank.`
+        : `${field}: must be at least ${p.limit} characters.`;
+    case 'minimum':
+    case 'exclusiveMinimum':
+    case 'maximum':
+    case 'exclusiveMaximum':
+      return `${field}: must be ${p.comparison} ${p.limit}.`;
+    case 'enum':
+      return `${field}: must be one of ${(p.allowedValues as unknown[]).map(String).join(', ')}.`;
+    case 'format':
+      return `${field}: must be a valid ${p.format === 'uri' ? 'URL' : p.format === 'date-time' ? 'ISO 8601 date-time' : p.format}.`;
+    case 'minItems':
+      return `${field}: must contain at least ${p.limit} item${Number(p.limit) === 1 ? '' : 's'}.`;
+    case 'maxItems':
+      return `${field}: must contain at most ${p.limit} items.`;
+    case 'pattern':
+      return `${field}: has an invalid format.`;
+    default:
+      return `${field}: ${issue.message ?? 'is invalid'}.`;
+  }
+}
+
+function send(reply: FastifyReply, status: number, detail: string, headers: Record<string, string> = {}) {
+  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+  return reply.code(status).type('application/json; charset=utf-8').send({ detail });
+}
+
+/** Route patterns by method, so an unknown method on a known path answers 405 rather than 404. */
+function routeMatcher(app: FastifyInstance) {
+  const patterns: { method: string; regex: RegExp }[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const source = route.url
+      .replace(/\/+$/, '')
+      .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+      .replace(/:[A-Za-z_]+/g, '[^/]+')
+      .replace(/\*/g, '.*');
+    for (const method of methods) patterns.push({ method, regex: new RegExp(`^${source}/?$`) });
+  });
+  return (path: string) =>
+    [...new Set(patterns.filter((p) => p.regex.test(path)).map((p) => p.method))].filter((m) => m !== 'HEAD');
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  const allowedMethods = routeMatcher(app);
+
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0];
+    const allow = allowedMethods(path);
+    if (allow.length > 0 && request.method !== 'OPTIONS') {
+      return send(reply, 405, `Method "${request.method}" not allowed.`, { allow: allow.join(', ') });
+    }
+    return send(reply, 404, 'Not found.');
+  });
+
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof DomainError) return send(reply, error.status, error.message, error.headers);
+    if (error.validation)
+      return send(reply, 400, describeValidation(error.validation, error.validationContext));
+    switch (error.code) {
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return send(reply, 400, 'body: malformed JSON.');
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return send(
+          reply,
+          415,
+          `Unsupported media type "${request.headers['content-type'] ?? ''}"; send application/json.`,
+        );
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return send(reply, 413, 'Request body is too large.');
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return send(reply, 400, 'Content-Length does not match the body.');
+      case 'FST_ERR_BAD_URL':
+      case 'FST_ERR_ASYNC_CONSTRAINT':
+        return send(reply, 400, 'Malformed request URL.');
+    }
+    if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      return send(reply, error.statusCode, error.message || 'Bad request.');
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return send(reply, 500, 'Internal server error.');
+  });
+}

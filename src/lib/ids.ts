@@ -1,0 +1,66 @@
+// Identifiers: prefixed public ids from one prefix map, random tokens, UUIDs.
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform base62 string from the system CSPRNG (rejection sampling, no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    const bytes = randomBytes(length * 2);
+    for (const byte of bytes) {
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export const ID_PREFIX = {
+  payment: { prefix: 'TX', length: 16 },
+  refund: { prefix: 'RF', length: 16 },
+  payout: { prefix: 'PO', length: 16 },
+  checkout: { prefix: 'CO', length: 20 },
+  product: { prefix: 'prod_', length: 14 },
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIX;
+
+export function newPublicId(kind: IdKind): string {
+  const { prefix, length } = ID_PREFIX[kind];
+  return prefix + randomBase62(length);
+}
+
+export function isPublicId(kind: IdKind, value: string): boolean {
+  const { prefix, length } = ID_PREFIX[kind];
+  return (
+    value.length === prefix.length + length &&
+    value.startsWith(prefix) &&
+    /^[0-9A-Za-z]+$/.test(value.slice(prefix.length).replace(/_/g, ''))
+  );
+}
+
+/** 256 random bits, base64url: session tokens, checkout tokens. */
+export function newToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function newUuid(): string {
+  return randomUUID();
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** A numeric id as written in a path: digits only, positive, within the safe integer range. */
+export function parseNumericId(value: string): number | null {
+  if (!/^\d{1,15}$/.test(value)) return null;
+  const id = Number(value);
+  return id > 0 ? id : null;
+}

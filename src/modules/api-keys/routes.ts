@@ -1,0 +1,54 @@
+// Session endpoints under /api/organization/api-keys/.
+import { Type } from 'typebox';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { parseNumericId } from '../../lib/ids.ts';
+import { createKey, listKeys, revokeKey, rotateKey } from './service.ts';
+
+const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
+
+export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preHandler', sessionAuth(ctx));
+
+  app.get('/organization/api-keys/', async (request) => listKeys(ctx, sessionOf(request).organizationId));
+
+  app.post(
+    '/organization/api-keys/',
+    {
+      schema: {
+        body: Type.Object({
+          name: Type.String({ minLength: 1, maxLength: 100 }),
+          allowed_scopes: Type.Optional(Type.String({ maxLength: 500 })),
+          environment: Type.Optional(Environment),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const { name, allowed_scopes = '', environment } = request.body;
+      const key = await createKey(ctx, sessionOf(request).organizationId, {
+        name,
+        allowed_scopes,
+        environment,
+      });
+      return reply.code(201).send(key);
+    },
+  );
+
+  app.post(
+    '/organization/api-keys/rotate/',
+    { schema: { body: Type.Optional(Type.Object({ environment: Type.Optional(Environment) })) } },
+    async (request) =>
+      rotateKey(ctx, sessionOf(request).organizationId, request.body?.environment ?? 'production'),
+  );
+
+  app.post(
+    '/organization/api-keys/:id/revoke/',
+    { schema: { params: Type.Object({ id: Type.String({ maxLength: 32 }) }) } },
+    async (request) => {
+      const id = parseNumericId(request.params.id);
+      if (id === null) throw new NotFoundError('API key not found.');
+      return revokeKey(ctx, sessionOf(request).organizationId, id);
+    },
+  );
+}

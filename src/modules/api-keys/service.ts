@@ -1,0 +1,150 @@
+// API keys: issue (raw key shown once), rotate, revoke, and authenticate by SHA-256 hash.
+import type { AppContext } from '../../context.ts';
+import { isPostgres } from '../../db/connection.ts';
+import type { Executor } from '../../db/database.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../http/errors.ts';
+import { randomBase62, sha256Hex } from '../../lib/ids.ts';
+import { allowsAny, parseAllowedScopes, type Scope, ScopeParseError } from './scopes.ts';
+import * as store from './store.ts';
+import type { ApiKeyRow, Environment } from './table.ts';
+
+const TOUCH_INTERVAL_MS = 60 * 1000;
+
+export interface ApiKeyPrincipal {
+  kind: 'api_key';
+  keyId: number;
+  organizationId: number;
+  environment: Environment;
+  scopes: string[];
+}
+
+export function presentKey(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scopes: row.scopes ? row.scopes.split(' ') : [],
+    environment: row.environment,
+    status: row.status,
+    created_at: row.created_at,
+    last_used_at: row.last_used_at,
+    revoked_at: row.revoked_at,
+  };
+}
+
+export function generateRawKey(environment: Environment): string {
+  return `${environment === 'production' ? 'kassa_live_' : 'kassa_test_'}${randomBase62(40)}`;
+}
+
+export async function authenticateApiKey(
+  ctx: AppContext,
+  rawKey: string,
+  basePath: Environment,
+  required: readonly Scope[],
+): Promise<ApiKeyPrincipal> {
+  if (!/^kassa_(live|test)_[0-9A-Za-z]{40}$/.test(rawKey)) throw new UnauthorizedError('Invalid API key.');
+  const row = await store.findByHash(ctx.db, sha256Hex(rawKey));
+  if (!row || row.status !== 'active') throw new UnauthorizedError('Invalid API key.');
+  if (row.environment !== basePath) {
+    throw new UnauthorizedError(
+      row.environment === 'sandbox'
+        ? 'This is a sandbox API key; use it on the sandbox base path /sandbox/api/.'
+        : 'This is a production API key; use it on the production base path /api/.',
+    );
+  }
+  const scopes = row.scopes ? row.scopes.split(' ') : [];
+  if (!allowsAny(scopes, required)) {
+    throw new ForbiddenError(`This API key lacks the required scope: ${required.join(' or ')}.`);
+  }
+  const now = ctx.clock();
+  if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) > TOUCH_INTERVAL_MS) {
+    await store.touchLastUsed(ctx.db, row.id, now.toISOString());
+  }
+  return {
+    kind: 'api_key',
+    keyId: row.id,
+    organizationId: row.organization_id,
+    environment: row.environment,
+    scopes,
+  };
+}
+
+/** Serialises key changes of one organization: a row lock on PostgreSQL, the single writer on SQLite. */
+async function lockOrganization(trx: Executor, organizationId: number) {
+  const query = trx
+    .selectFrom('organizations')
+    .select(['id', 'max_active_api_keys'])
+    .where('id', '=', organizationId);
+  return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
+}
+
+function parseScopes(allowedScopes: string): Scope[] {
+  try {
+    return parseAllowedScopes(allowedScopes);
+  } catch (error) {
+    if (error instanceof ScopeParseError) throw new ValidationError(`allowed_scopes: ${error.message}.`);
+    throw error;
+  }
+}
+
+async function issue(
+  trx: Executor,
+  ctx: AppContext,
+  organizationId: number,
+  name: string,
+  scopes: string,
+  environment: Environment,
+) {
+  const rawKey = generateRawKey(environment);
+  const row = await store.insertKey(trx, {
+    organizationId,
+    name,
+    prefix: rawKey.slice(0, 16),
+    keyHash: sha256Hex(rawKey),
+    scopes,
+    environment,
+    now: ctx.clock().toISOString(),
+  });
+  return { ...presentKey(row), raw_key: rawKey };
+}
+
+export async function createKey(
+  ctx: AppContext,
+  organizationId: number,
+  input: { name: string; allowed_scopes: string; environment?: Environment },
+) {
+  const name = input.name.trim();
+  if (!name) throw new ValidationError('name: may not be blank.');
+  const scopes = parseScopes(input.allowed_scopes).join(' ');
+  const environment = input.environment ?? 'production';
+  return ctx.db.transaction().execute(async (trx) => {
+    const organization = await lockOrganization(trx, organizationId);
+    const active = await store.activeKeys(trx, organizationId, environment);
+    if (active.length >= organization.max_active_api_keys) {
+      throw new ValidationError('An active API key already exists for this environment. Rotate it instead.');
+    }
+    return issue(trx, ctx, organizationId, name, scopes, environment);
+  });
+}
+
+export async function rotateKey(ctx: AppContext, organizationId: number, environment: Environment) {
+  return ctx.db.transaction().execute(async (trx) => {
+    await lockOrganization(trx, organizationId);
+    const [current] = await store.activeKeys(trx, organizationId, environment);
+    if (!current)
+      throw new NotFoundError(`There is no active ${environment} API key to rotate; create one instead.`);
+    await store.revokeKey(trx, organizationId, current.id, ctx.clock().toISOString());
+    return issue(trx, ctx, organizationId, current.name, current.scopes, environment);
+  });
+}
+
+export async function revokeKey(ctx: AppContext, organizationId: number, id: number) {
+  await store.revokeKey(ctx.db, organizationId, id, ctx.clock().toISOString());
+  const row = await store.findKey(ctx.db, organizationId, id);
+  if (!row) throw new NotFoundError('API key not found.');
+  return presentKey(row);
+}
+
+export async function listKeys(ctx: AppContext, organizationId: number) {
+  return (await store.listKeys(ctx.db, organizationId)).map(presentKey);
+}

@@ -1,0 +1,21 @@
+import type { Generated, Selectable } from 'kysely';
+import type { Environment } from '../api-keys/table.ts';
+
+export interface EventsTable {
+  id: Generated<number>;
+  organization_id: number;
+  environment: Environment;
+  type: string;
+  /** What the event is about (a payment, refund or payout public id, or a checkout id). */
+  subject: string | null;
+  /** The JSON body exactly as it will be sent. */
+  payload: string;
+  created_at: string;
+  dispatched_at: string | null;
+}
+
+export type EventRow = Selectable<EventsTable>;
+
+export interface EventTables {
+  events: EventsTable;
+}

@@ -1,0 +1,24 @@
+// GET/PATCH /api/organization/, GET /api/organization/dashboard/.
+import { Type } from 'typebox';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { dashboardSnapshot } from './dashboard.ts';
+import { getOrganization, presentOrganization, updateOrganization } from './service.ts';
+
+export async function organizationRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preHandler', sessionAuth(ctx));
+
+  app.get('/organization/', async (request) =>
+    presentOrganization(await getOrganization(ctx.db, sessionOf(request).organizationId)),
+  );
+
+  app.patch(
+    '/organization/',
+    { schema: { body: Type.Record(Type.String(), Type.Unknown()) } },
+    async (request) => updateOrganization(ctx, sessionOf(request).organizationId, request.body),
+  );
+
+  app.get('/organization/dashboard/', async (request) =>
+    dashboardSnapshot(ctx, sessionOf(request).organizationId),
+  );
+}

@@ -1,0 +1,175 @@
+// The organization: its profile (a few fields editable, the commercial settings operator-set)
+// and the creation of merchants by the operator.
+import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
+import { ValidationError } from '../../http/errors.ts';
+import { hashPassword } from '../../lib/crypto.ts';
+import { randomBase62 } from '../../lib/ids.ts';
+import { formatAmount, toBigInt } from '../../lib/money.ts';
+import type { OrganizationRow } from './table.ts';
+
+export function presentOrganization(row: OrganizationRow) {
+  return {
+    id: row.id,
+    slug: row.slug,
+    name: row.name,
+    website: row.website,
+    contact_email: row.contact_email,
+    telegram: row.telegram,
+    price_mode: row.price_mode,
+    fee_percent: formatAmount(toBigInt(row.fee_bp)),
+    tax_rate_percent: formatAmount(toBigInt(row.tax_rate_bp)),
+    rolling_reserve_percent: formatAmount(toBigInt(row.rolling_reserve_bp)),
+    rolling_reserve_days: row.rolling_reserve_days,
+    min_payment: formatAmount(toBigInt(row.min_payment)),
+    max_payment: formatAmount(toBigInt(row.max_payment)),
+    max_active_api_keys: row.max_active_api_keys,
+    status: row.status,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export const EDITABLE_FIELDS = ['name', 'website', 'contact_email', 'telegram', 'price_mode'] as const;
+export const READ_ONLY_FIELDS = [
+  'id',
+  'slug',
+  'fee_percent',
+  'fees',
+  'tax_rate_percent',
+  'min_payment',
+  'max_payment',
+  'max_active_api_keys',
+  'status',
+  'created_at',
+  'updated_at',
+];
+
+export function getOrganization(db: Executor, organizationId: number) {
+  return db
+    .selectFrom('organizations')
+    .selectAll()
+    .where('id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+function text(field: string, value: unknown, max: number, allowEmpty: boolean): string {
+  if (typeof value !== 'string') throw new ValidationError(`${field}: must be of type string.`);
+  const trimmed = value.trim();
+  if (!allowEmpty && !trimmed) throw new ValidationError(`${field}: may not be blank.`);
+  if (trimmed.length > max) throw new ValidationError(`${field}: must be at most ${max} characters.`);
+  return trimmed;
+}
+
+/** Validates a free-form PATCH body: editable fields only, read-only ones refused by name. */
+export function parseOrganizationPatch(body: Record<string, unknown>) {
+  const changes: Partial<Record<(typeof EDITABLE_FIELDS)[number], string>> = {};
+  for (const [field, value] of Object.entries(body)) {
+    if (READ_ONLY_FIELDS.includes(field) || field.startsWith('rolling_reserve_')) {
+      throw new ValidationError(`${field}: this field is read-only.`);
+    }
+    switch (field) {
+      case 'name':
+        changes.name = text(field, value, 200, false);
+        break;
+      case 'website': {
+        const website = text(field, value, 2048, true);
+        if (website && !/^https?:\/\/[^\s]+$/i.test(website))
+          throw new ValidationError('website: must be a valid URL.');
+        changes.website = website;
+        break;
+      }
+      case 'contact_email': {
+        const email = text(field, value, 254, true);
+        if (email && !EMAIL.test(email)) throw new ValidationError('contact_email: must be a valid email.');
+        changes.contact_email = email;
+        break;
+      }
+      case 'telegram':
+        changes.telegram = text(field, value, 100, true);
+        break;
+      case 'price_mode':
+        if (value !== 'HT' && value !== 'TTC')
+          throw new ValidationError('price_mode: must be one of HT, TTC.');
+        changes.price_mode = value;
+        break;
+      default:
+        throw new ValidationError(`${field}: unknown field.`);
+    }
+  }
+  return changes;
+}
+
+export async function updateOrganization(
+  ctx: AppContext,
+  organizationId: number,
+  body: Record<string, unknown>,
+) {
+  const changes = parseOrganizationPatch(body);
+  if (Object.keys(changes).length > 0) {
+    await ctx.db
+      .updateTable('organizations')
+      .set({
+        ...changes,
+        price_mode: changes.price_mode as 'HT' | 'TTC' | undefined,
+        updated_at: ctx.clock().toISOString(),
+      })
+      .where('id', '=', organizationId)
+      .execute();
+  }
+  return presentOrganization(await getOrganization(ctx.db, organizationId));
+}
+
+function slugify(name: string): string {
+  const base = name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
+  return base || 'org';
+}
+
+export interface NewMerchant {
+  organization: string;
+  email: string;
+  password: string;
+  name?: string;
+}
+
+/** Creates an organization with its first user (operator action: `kassa merchant create`). */
+export async function createMerchant(ctx: AppContext, input: NewMerchant) {
+  const email = input.email.trim().toLowerCase();
+  if (!EMAIL.test(email)) throw new ValidationError('email: must be a valid email.');
+  if (input.password.length < 10) throw new ValidationError('password: must be at least 10 characters.');
+  const orgName = text('org', input.organization, 200, false);
+  const passwordHash = await hashPassword(input.password);
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const taken = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+    if (taken) throw new ValidationError('email: a user with this email already exists.');
+    let slug = slugify(orgName);
+    if (await trx.selectFrom('organizations').select('id').where('slug', '=', slug).executeTakeFirst()) {
+      slug = `${slug}-${randomBase62(6).toLowerCase()}`;
+    }
+    const organization = await trx
+      .insertInto('organizations')
+      .values({ slug, name: orgName, contact_email: email, created_at: now, updated_at: now })
+      .returning(['id', 'slug', 'name'])
+      .executeTakeFirstOrThrow();
+    const user = await trx
+      .insertInto('users')
+      .values({
+        organization_id: organization.id,
+        email,
+        name: input.name ?? '',
+        password_hash: passwordHash,
+        created_at: now,
+      })
+      .returning(['id', 'email'])
+      .executeTakeFirstOrThrow();
+    return { organization, user };
+  });
+}

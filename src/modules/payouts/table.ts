@@ -1,0 +1,2 @@
+// Table types of this module (filled in with its migration).
+export type PayoutTables = Record<never, never>;

@@ -1,0 +1,53 @@
+// Session endpoints /api/products/ and /api/products/{id}/.
+import { Type } from 'typebox';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { Currency, IdParam } from '../../http/schemas.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { createProduct, deleteProduct, getProduct, listProducts, updateProduct } from './service.ts';
+
+const Price = Type.Union([Type.String({ maxLength: 20 }), Type.Number()]);
+const Fields = {
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.String({ maxLength: 2000 }),
+  unit_price: Price,
+  currency: Currency,
+  is_active: Type.Boolean(),
+};
+
+export async function productRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preHandler', sessionAuth(ctx));
+
+  app.get('/products/', async (request) => listProducts(ctx, sessionOf(request).organizationId));
+
+  app.post(
+    '/products/',
+    {
+      schema: {
+        body: Type.Object({
+          name: Fields.name,
+          description: Type.Optional(Fields.description),
+          unit_price: Fields.unit_price,
+          currency: Type.Optional(Fields.currency),
+          is_active: Type.Optional(Fields.is_active),
+        }),
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(await createProduct(ctx, sessionOf(request).organizationId, request.body)),
+  );
+
+  app.get('/products/:id/', { schema: { params: IdParam } }, async (request) =>
+    getProduct(ctx, sessionOf(request).organizationId, request.params.id),
+  );
+
+  app.patch(
+    '/products/:id/',
+    { schema: { params: IdParam, body: Type.Partial(Type.Object(Fields), { additionalProperties: false }) } },
+    async (request) => updateProduct(ctx, sessionOf(request).organizationId, request.params.id, request.body),
+  );
+
+  app.delete('/products/:id/', { schema: { params: IdParam } }, async (request, reply) => {
+    await deleteProduct(ctx, sessionOf(request).organizationId, request.params.id);
+    return reply.code(204).send();
+  });
+}
