@@ -1,2 +1,71 @@
-// Table types of this module (filled in with its migration).
-export type PaymentTables = Record<never, never>;
+// Payments (transactions) and their card attempts. Contract shared by checkout, refunds, wallet, links.
+import type { Generated, Selectable } from 'kysely';
+import type { Environment } from '../api-keys/table.ts';
+
+export type PaymentStatus =
+  | 'processing'
+  | 'pending'
+  | 'paid'
+  | 'failed'
+  | 'canceled'
+  | 'refund_pending'
+  | 'refunded';
+
+export interface PaymentsTable {
+  id: Generated<number>;
+  /** TX + 16 base62 */
+  public_id: string;
+  organization_id: number;
+  environment: Environment;
+  checkout_session_id: number;
+  /** Set when the checkout came from a payment link. */
+  payment_link_id: string | null;
+  status: PaymentStatus;
+  currency: 'USD' | 'EUR';
+  /** Minor units of `currency`: gross TTC charged, fee, net = gross - fee. Fixed at creation. */
+  gross: number;
+  fee: number;
+  net: number;
+  /** HT amount (gross before tax), minor units: the refund's provider basis. */
+  gross_ht: number;
+  fee_bp: number;
+  /** EUR→USD rate ×1e6 fixed at creation (1_000_000 for USD). */
+  fx_rate: number;
+  /** Net converted to USD minor units at `fx_rate`: what settlement credits. */
+  net_usd: number;
+  payer_email: string | null;
+  /** JSON: [{id, name}] */
+  products: string;
+  provider: string;
+  provider_payment_id: string | null;
+  /** null | PARTIAL_REFUNDED | FULLY_REFUNDED as the provider reports it. */
+  provider_refund_state: string | null;
+  /** null until paid; 'pending' | 'succeeded' deposit state. */
+  deposit_status: string | null;
+  /** When the wallet was credited (settlement happened once). */
+  settled_at: string | null;
+  /** Sum of completed refunds, minor units of `currency`. */
+  refunded_amount: Generated<number>;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DepositAttemptsTable {
+  id: Generated<number>;
+  payment_id: number;
+  status: string;
+  provider_payment_id: string;
+  attempted_at: string;
+  error_message: string | null;
+  payment_method: string;
+  card_brand: string | null;
+  card_last4: string | null;
+}
+
+export type PaymentRow = Selectable<PaymentsTable>;
+export type DepositAttemptRow = Selectable<DepositAttemptsTable>;
+
+export interface PaymentTables {
+  payments: PaymentsTable;
+  deposit_attempts: DepositAttemptsTable;
+}
