@@ -5,13 +5,25 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from './context.ts';
 import { ping } from './db/connection.ts';
 import { apiKeyAuth } from './http/auth.ts';
-import { registerErrorHandling } from './http/errors.ts';
+import { frameworkError, registerErrorHandling } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
+import { registerOpenApi } from './http/openapi.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from './http/types.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
+import { checkoutApiRoutes, checkoutPublicRoutes } from './modules/checkout/routes.ts';
+import { dashboardWebRoutes } from './modules/dashboard-web/routes.ts';
+import { eventRoutes } from './modules/events/routes.ts';
+import { recordIdempotentResponse } from './modules/idempotency/service.ts';
 import { organizationRoutes } from './modules/organizations/routes.ts';
+import { pageRoutes } from './modules/pages/routes.ts';
+import { paymentLinkRoutes } from './modules/payment-links/routes.ts';
+import { paymentApiRoutes, paymentSessionRoutes, providerWebhookRoutes } from './modules/payments/routes.ts';
+import { payoutRoutes } from './modules/payouts/routes.ts';
 import { productRoutes } from './modules/products/routes.ts';
+import { refundApiRoutes, refundSessionRoutes } from './modules/refunds/routes.ts';
+import { walletRoutes } from './modules/wallet/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,15 +35,28 @@ declare module 'fastify' {
 const SESSION_AND_PUBLIC_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [
   authRoutes,
   organizationRoutes,
+  eventRoutes,
   apiKeyRoutes,
   productRoutes,
+  walletRoutes,
+  refundSessionRoutes,
+  payoutRoutes,
+  paymentLinkRoutes,
+  webhookRoutes,
+  checkoutPublicRoutes,
+  paymentSessionRoutes,
+  providerWebhookRoutes,
 ];
 
 /** API-key endpoints, registered under /api (production keys) and /sandbox/api (sandbox keys). */
-const API_KEY_ROUTES: ((app: App, options: ApiKeyRouteOptions) => Promise<void>)[] = [];
+const API_KEY_ROUTES: ((app: App, options: ApiKeyRouteOptions) => Promise<void>)[] = [
+  refundApiRoutes,
+  checkoutApiRoutes,
+  paymentApiRoutes,
+];
 
 /** HTML pages and static assets at the root (/checkout/{token}, /pay/{id}, /dashboard/). */
-const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [];
+const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [dashboardWebRoutes, pageRoutes];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -73,10 +98,12 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 200 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     return503OnClosing: true,
+    frameworkErrors: frameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('principal', null);
   app.decorateRequest('rawBody', undefined);
+  app.decorateRequest('idempotencyClaim', null);
 
   // JSON with the raw text kept (webhook receivers verify signatures over exact bytes); an empty body is no body.
   app.removeContentTypeParser('application/json');
@@ -96,6 +123,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   });
 
   registerErrorHandling(app);
+  await registerOpenApi(app);
   const metrics = createMetrics(app);
 
   app.addHook('onSend', async (request, reply, payload) => {
@@ -134,6 +162,17 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     await app.register(
       async (scope) => {
         const options: ApiKeyRouteOptions = { ctx, environment, requireKey: apiKeyAuth(ctx, environment) };
+        scope.addHook('onSend', async (request, reply, payload) => {
+          if (request.idempotencyClaim !== null) {
+            await recordIdempotentResponse(
+              ctx,
+              request,
+              reply.statusCode,
+              typeof payload === 'string' ? payload : '',
+            );
+          }
+          return payload;
+        });
         for (const routes of API_KEY_ROUTES) await scope.register(routes, options);
       },
       { prefix },

@@ -3,6 +3,9 @@ import type { Kysely } from 'kysely';
 import type { Config, DatabaseKind } from './config.ts';
 import type { DbHandle } from './db/connection.ts';
 import type { Database } from './db/database.ts';
+import { createMailer, type Mailer } from './mail/mailer.ts';
+import { createProvider } from './provider/index.ts';
+import type { PaymentProvider } from './provider/types.ts';
 
 export type Clock = () => Date;
 
@@ -11,8 +14,19 @@ export interface AppContext {
   db: Kysely<Database>;
   dbKind: DatabaseKind;
   clock: Clock;
+  provider: PaymentProvider;
+  mailer: Mailer;
 }
 
 export function createContext(config: Config, handle: DbHandle, clock: Clock = () => new Date()): AppContext {
-  return { config, db: handle.db, dbKind: handle.kind, clock };
+  const ctx: AppContext = {
+    config,
+    db: handle.db,
+    dbKind: handle.kind,
+    clock,
+    // The provider reads the clock through the context, so a test that swaps ctx.clock moves both.
+    provider: createProvider(config, handle.db, () => ctx.clock()),
+    mailer: createMailer(config),
+  };
+  return ctx;
 }

@@ -1,11 +1,14 @@
 // The commands of `kassa`. Each is a small function over the same services the API uses.
+// The server is imported only by the commands that run it, so `--help`, `migrate` and
+// `merchant create` start quickly.
 import type { ParseArgsOptionsConfig } from 'node:util';
 import type { Config } from '../config.ts';
 import { openAndMigrate } from '../db/connection.ts';
-import { migrateToLatest } from '../db/migrate.ts';
-import { startService } from '../server.ts';
+import { backupCommand } from './backup.ts';
 import { demoCommand } from './demo.ts';
+import { listenCommand } from './listen.ts';
 import { merchantCreateCommand } from './merchant.ts';
+import { payoutCommands } from './payout.ts';
 
 export interface CommandInput {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -45,6 +48,7 @@ export const commands: Record<string, Command> = {
     help: 'Options:\n  --no-worker    run the API only (start workers with "kassa worker")',
     options: { 'no-worker': { type: 'boolean' } },
     async run({ values, config }) {
+      const { startService } = await import('../server.ts');
       const service = await startService(config(), { worker: values['no-worker'] ? false : undefined });
       console.error(`kassa: listening on ${service.url}`);
       return runUntilSignal(() => service.close());
@@ -56,6 +60,7 @@ export const commands: Record<string, Command> = {
     help: 'Any number of workers may run against one PostgreSQL database.',
     options: {},
     async run({ config }) {
+      const { startService } = await import('../server.ts');
       const service = await startService(config(), { http: false, worker: true });
       console.error('kassa: worker running');
       return runUntilSignal(() => service.close());
@@ -68,12 +73,14 @@ export const commands: Record<string, Command> = {
     options: {},
     async run({ config }) {
       const handle = await openAndMigrate(config().database);
-      const applied = await migrateToLatest(handle.db, handle.kind);
       await handle.close();
-      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+      console.log(handle.applied.length ? `applied: ${handle.applied.join(', ')}` : 'database is up to date');
       return 0;
     },
   },
   'merchant create': merchantCreateCommand,
   demo: demoCommand,
+  backup: backupCommand,
+  ...payoutCommands,
+  listen: listenCommand,
 };

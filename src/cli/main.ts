@@ -25,11 +25,12 @@ export async function run(argv: string[]): Promise<number> {
   const name = words.join(' ');
   const command = commands[name];
   if (!command) {
-    if (argv.includes('--help') || argv.includes('-h') || name === '') {
+    const help = argv.includes('--help') || argv.includes('-h');
+    if (help || (name === '' && argv.length === 0)) {
       console.log(USAGE);
-      return name === '' && !argv.includes('--help') && !argv.includes('-h') ? 1 : 0;
+      return help ? 0 : 1;
     }
-    console.error(`Unknown command "${[name, ...argv].join(' ')}".\n\n${USAGE}`);
+    console.error(`Unknown command "${[name, ...argv].filter(Boolean).join(' ')}".\n\n${USAGE}`);
     return 1;
   }
   const { values, positionals } = parseArgs({

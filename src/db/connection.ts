@@ -33,7 +33,8 @@ export function openDatabase(config: Config['database']): DbHandle {
   return { db, kind: 'postgres', close: () => db.destroy() };
 }
 
-export async function openAndMigrate(config: Config['database']): Promise<DbHandle> {
+/** Opens the database and brings it to the latest migration; `applied` names the migrations run now. */
+export async function openAndMigrate(config: Config['database']): Promise<DbHandle & { applied: string[] }> {
   if (config.kind === 'postgres' && config.schema) {
     const bootstrap = new pg.Client({ connectionString: config.url });
     await bootstrap.connect();
@@ -45,12 +46,11 @@ export async function openAndMigrate(config: Config['database']): Promise<DbHand
   }
   const handle = openDatabase(config);
   try {
-    await migrateToLatest(handle.db, handle.kind);
+    return { ...handle, applied: await migrateToLatest(handle.db, handle.kind) };
   } catch (error) {
     await handle.close();
     throw error;
   }
-  return handle;
 }
 
 export function isPostgres(db: Executor): boolean {

@@ -4,6 +4,7 @@ import type { ApiKeyTables } from '../modules/api-keys/table.ts';
 import type { AuthTables } from '../modules/auth/table.ts';
 import type { CheckoutTables } from '../modules/checkout/table.ts';
 import type { EventTables } from '../modules/events/table.ts';
+import type { IdempotencyTables } from '../modules/idempotency/table.ts';
 import type { OrganizationTables } from '../modules/organizations/table.ts';
 import type { PaymentLinkTables } from '../modules/payment-links/table.ts';
 import type { PaymentTables } from '../modules/payments/table.ts';
@@ -25,7 +26,8 @@ export interface Database
     RefundTables,
     PayoutTables,
     WebhookTables,
-    PaymentLinkTables {}
+    PaymentLinkTables,
+    IdempotencyTables {}
 
 /** A connection or an open transaction: store functions take either as their first argument. */
 export type Executor = Kysely<Database> | Transaction<Database>;

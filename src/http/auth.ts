@@ -6,7 +6,9 @@ import type { Scope } from '../modules/api-keys/scopes.ts';
 import { type ApiKeyPrincipal, authenticateApiKey } from '../modules/api-keys/service.ts';
 import type { Environment } from '../modules/api-keys/table.ts';
 import { authenticateSession, type SessionPrincipal } from '../modules/auth/service.ts';
+import { claimIdempotencyKey } from '../modules/idempotency/service.ts';
 import { ForbiddenError, UnauthorizedError } from './errors.ts';
+import { applyRateLimit, FixedWindowLimiter } from './rate-limit.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -44,10 +46,15 @@ function apiKeyFrom(request: FastifyRequest): string | null {
 
 export type ApiKeyHandlerFactory = (required: readonly Scope[]) => preHandlerAsyncHookHandler;
 
-/** preHandler for API-key endpoints on one base path (`/api` = production, `/sandbox/api` = sandbox). */
+/**
+ * preHandler for API-key endpoints on one base path (`/api` = production, `/sandbox/api` = sandbox):
+ * authenticates, applies the per-key rate limit, then claims the Idempotency-Key of a POST.
+ */
 export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandlerFactory {
-  return (required) =>
-    async function requireApiKey(request: FastifyRequest) {
+  const limits = ctx.config.rateLimits;
+  const limiter = new FixedWindowLimiter(limits.apiKeyPerWindow, limits.apiKeyWindowMs, ctx.clock);
+  return (required) => {
+    const handler = async function requireApiKey(request: FastifyRequest, reply: FastifyReply) {
       const raw = apiKeyFrom(request);
       if (raw === null) {
         const auth = authorization(request);
@@ -58,8 +65,18 @@ export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandle
           'Authentication credentials were not provided. Send Authorization: Api-Key <key>.',
         );
       }
-      request.principal = await authenticateApiKey(ctx, raw, basePath, required);
+      const principal = await authenticateApiKey(ctx, raw, basePath, required);
+      request.principal = principal;
+      applyRateLimit(
+        reply,
+        limiter.hit(String(principal.keyId)),
+        'Rate limit exceeded for this API key. Slow down.',
+      );
+      await claimIdempotencyKey(ctx, request, reply, principal);
     };
+    // Read by the OpenAPI generator to document each route's scopes.
+    return Object.assign(handler, { scopes: required });
+  };
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -180,3 +180,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return send(reply, 500, 'Internal server error.');
   });
 }
+
+/**
+ * Errors the router raises before any route runs: a malformed percent-encoding is a 400, and a path
+ * segment longer than the longest id we issue (maxParamLength) names nothing, so it is a 404.
+ */
+export function frameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') send(reply, 404, 'Not found.');
+  else send(reply, 400, 'Malformed request URL.');
+}

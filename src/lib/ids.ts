@@ -36,7 +36,7 @@ export function isPublicId(kind: IdKind, value: string): boolean {
   return (
     value.length === prefix.length + length &&
     value.startsWith(prefix) &&
-    /^[0-9A-Za-z]+$/.test(value.slice(prefix.length).replace(/_/g, ''))
+    /^[0-9A-Za-z]+$/.test(value.slice(prefix.length))
   );
 }
 

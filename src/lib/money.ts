@@ -6,6 +6,12 @@ export class MoneyFormatError extends Error {}
 const DECIMAL = /^(\d+)(?:\.(\d{1,2}))?$/;
 
 /**
+ * The largest amount accepted at the edge: 9 999 999 999 999.99. Its minor units stay below
+ * Number.MAX_SAFE_INTEGER, so they survive the database drivers, which hand integers back as numbers.
+ */
+export const MAX_AMOUNT_MINOR = 999_999_999_999_999n;
+
+/**
  * Parses a decimal amount ("12.5", "12.50", 12.5) into minor units.
  * Numbers are read through their shortest decimal representation, never through float arithmetic.
  * More than two decimals, negatives, exponents and non-numbers are refused.
@@ -23,10 +29,11 @@ export function parseAmount(input: unknown): bigint {
   }
   const match = DECIMAL.exec(text);
   if (!match) throw new MoneyFormatError('must be a decimal amount with at most two decimals');
-  const whole = match[1];
-  if (whole.length > 15) throw new MoneyFormatError('is too large');
   const cents = (match[2] ?? '').padEnd(2, '0');
-  return BigInt(whole) * 100n + BigInt(cents);
+  const minor = BigInt(match[1]) * 100n + BigInt(cents);
+  if (minor > MAX_AMOUNT_MINOR)
+    throw new MoneyFormatError(`must be at most ${formatAmount(MAX_AMOUNT_MINOR)}`);
+  return minor;
 }
 
 /** Formats minor units as a decimal string with two decimals: 1250n → "12.50". */

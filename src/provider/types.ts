@@ -12,7 +12,9 @@ export type ProviderPaymentOutcome =
   | 'PROCESSING';
 
 export interface ProviderAttempt {
-  /** succeeded | requires_payment_method | failed | pending */
+  /** The provider's id of this one attempt: how a re-read is matched to the attempt already recorded. */
+  attemptId: string;
+  /** succeeded | requires_payment_method | failed | canceled | pending (a success whose deposit is unsettled) */
   status: string;
   paymentId: string;
   attemptedAt: string;
@@ -50,6 +52,8 @@ export interface CreatePaymentInput {
   simulate: string | null;
   /** An existing provider payment to add this attempt to (the customer retries after a decline). */
   providerPaymentId: string | null;
+  /** The HT amount refunds are measured against (refunds are sent on the HT basis); defaults to amountMinor. */
+  refundBasisMinor?: bigint;
 }
 
 export interface ProviderRefundState {

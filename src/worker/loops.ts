@@ -1,4 +1,16 @@
 // Every background loop of the service. `kassa serve` runs them beside the API; `kassa worker` alone.
+import { pruneIdempotencyKeys } from '../modules/idempotency/service.ts';
+import { expireCheckouts, syncDuePayments } from '../modules/payments/sync.ts';
+import { syncRefunds } from '../modules/refunds/sync.ts';
+import { releaseDueReserves } from '../modules/wallet/reserve.ts';
+import { webhookLoops } from '../modules/webhooks/loops.ts';
 import type { WorkerLoop } from './runner.ts';
 
-export const workerLoops: WorkerLoop[] = [];
+export const workerLoops: WorkerLoop[] = [
+  { name: 'idempotency-prune', intervalMs: () => 60_000, run: pruneIdempotencyKeys },
+  { name: 'provider-sync', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: syncDuePayments },
+  { name: 'checkout-expiry', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: expireCheckouts },
+  { name: 'refund-sync', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: syncRefunds },
+  { name: 'reserve-release', intervalMs: (ctx) => ctx.config.syncIntervalMs * 10, run: releaseDueReserves },
+  ...webhookLoops,
+];

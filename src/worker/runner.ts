@@ -7,6 +7,8 @@ export interface WorkerLoop {
   intervalMs: (ctx: AppContext) => number;
   /** Does one batch of work; returns how many items it handled. */
   run: (ctx: AppContext) => Promise<number>;
+  /** Optional: finishes work the loop started in the background, once the loop has stopped. */
+  stop?: (ctx: AppContext) => Promise<void>;
 }
 
 export interface WorkerHandle {
@@ -20,15 +22,16 @@ export function startWorker(
 ): WorkerHandle {
   let stopped = false;
   const running: Promise<void>[] = [];
-  const timers = new Set<NodeJS.Timeout>();
+  // Each sleeping loop's timer and wake-up, so stop() can end the sleeps at once.
+  const sleepers = new Map<NodeJS.Timeout, () => void>();
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        timers.delete(timer);
+        sleepers.delete(timer);
         resolve();
       }, ms);
-      timers.add(timer);
+      sleepers.set(timer, resolve);
     });
 
   for (const loop of loops) {
@@ -50,9 +53,13 @@ export function startWorker(
   return {
     async stop() {
       stopped = true;
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
+      for (const [timer, wake] of sleepers) {
+        clearTimeout(timer);
+        wake();
+      }
+      sleepers.clear();
       await Promise.all(running);
+      await Promise.all(loops.map((loop) => loop.stop?.(ctx)));
     },
   };
 }

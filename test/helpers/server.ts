@@ -42,6 +42,9 @@ export async function testEnv(
     KASSA_SYNC_INTERVAL_MS: '50',
     KASSA_WORKER_POLL_MS: '20',
     KASSA_SECRET_KEY: 'a'.repeat(64),
+    // Limits are exercised by their own tests with low values; elsewhere they must not interfere.
+    KASSA_RATE_LIMIT_API_KEY: '1000000',
+    KASSA_RATE_LIMIT_PUBLIC: '1000000',
     ...extra,
   };
   let schema: string | null = null;

@@ -9,7 +9,7 @@ import { createKey, listKeys, revokeKey, rotateKey } from './service.ts';
 const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
 
 export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
-  app.addHook('preHandler', sessionAuth(ctx));
+  app.addHook('preValidation', sessionAuth(ctx));
 
   app.get('/organization/api-keys/', async (request) => listKeys(ctx, sessionOf(request).organizationId));
 
@@ -37,14 +37,20 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/organization/api-keys/rotate/',
-    { schema: { body: Type.Optional(Type.Object({ environment: Type.Optional(Environment) })) } },
+    {
+      schema: { body: Type.Object({ environment: Type.Optional(Environment) }) },
+      // The body is optional: a bare POST rotates the production key.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
     async (request) =>
       rotateKey(ctx, sessionOf(request).organizationId, request.body?.environment ?? 'production'),
   );
 
   app.post(
     '/organization/api-keys/:id/revoke/',
-    { schema: { params: Type.Object({ id: Type.String({ maxLength: 32 }) }) } },
+    { schema: { params: Type.Object({ id: Type.String() }) } },
     async (request) => {
       const id = parseNumericId(request.params.id);
       if (id === null) throw new NotFoundError('API key not found.');

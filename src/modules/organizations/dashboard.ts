@@ -1,6 +1,8 @@
 // GET /api/organization/dashboard/: the snapshot the dashboard's overview shows.
 // Each module contributes its part here as it arrives (wallet, payments).
 import type { AppContext } from '../../context.ts';
+import { paymentStats } from '../payments/service.ts';
+import { recentActivity, walletSummary } from '../wallet/service.ts';
 import { getOrganization, presentOrganization } from './service.ts';
 
 export async function dashboardSnapshot(ctx: AppContext, organizationId: number) {
@@ -12,8 +14,8 @@ export async function dashboardSnapshot(ctx: AppContext, organizationId: number)
     .executeTakeFirstOrThrow();
   return {
     organization: presentOrganization(organization),
-    wallet: { currency: 'USD', balance: '0.00', reserve: '0.00', held: '0.00', available: '0.00' },
-    stats: { user_count: Number(users.count), transaction_count: 0 },
-    recent_activity: [] as unknown[],
+    wallet: await walletSummary(ctx.db, organizationId, 'production'),
+    stats: { user_count: Number(users.count), ...(await paymentStats(ctx.db, organizationId, 'production')) },
+    recent_activity: await recentActivity(ctx.db, organizationId, 'production', 10),
   };
 }

@@ -6,7 +6,7 @@ import { dashboardSnapshot } from './dashboard.ts';
 import { getOrganization, presentOrganization, updateOrganization } from './service.ts';
 
 export async function organizationRoutes(app: App, { ctx }: RouteOptions) {
-  app.addHook('preHandler', sessionAuth(ctx));
+  app.addHook('preValidation', sessionAuth(ctx));
 
   app.get('/organization/', async (request) =>
     presentOrganization(await getOrganization(ctx.db, sessionOf(request).organizationId)),

@@ -55,6 +55,16 @@ export function getOrganization(db: Executor, organizationId: number) {
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
+/** An absolute http(s) URL with a host: what a merchant's website can be. */
+function isWebUrl(value: string): boolean {
+  if (!/^https?:\/\/\S+$/i.test(value)) return false;
+  try {
+    return new URL(value).hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 function text(field: string, value: unknown, max: number, allowEmpty: boolean): string {
   if (typeof value !== 'string') throw new ValidationError(`${field}: must be of type string.`);
   const trimmed = value.trim();
@@ -76,8 +86,7 @@ export function parseOrganizationPatch(body: Record<string, unknown>) {
         break;
       case 'website': {
         const website = text(field, value, 2048, true);
-        if (website && !/^https?:\/\/[^\s]+$/i.test(website))
-          throw new ValidationError('website: must be a valid URL.');
+        if (website && !isWebUrl(website)) throw new ValidationError('website: must be a valid URL.');
         changes.website = website;
         break;
       }

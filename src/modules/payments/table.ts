@@ -53,6 +53,8 @@ export interface PaymentsTable {
 export interface DepositAttemptsTable {
   id: Generated<number>;
   payment_id: number;
+  /** The provider's id of this attempt, so a re-read updates the attempt rather than adding one. */
+  provider_attempt_id: string;
   status: string;
   provider_payment_id: string;
   attempted_at: string;

@@ -1,10 +1,12 @@
 // Session endpoints /api/products/ and /api/products/{id}/.
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
-import { Currency, IdParam } from '../../http/schemas.ts';
+import { Currency } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { createProduct, deleteProduct, getProduct, listProducts, updateProduct } from './service.ts';
 
+// No length limit on the id: anything that is not a product id of this organization is a 404.
+const IdParam = Type.Object({ id: Type.String() });
 const Price = Type.Union([Type.String({ maxLength: 20 }), Type.Number()]);
 const Fields = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -15,7 +17,7 @@ const Fields = {
 };
 
 export async function productRoutes(app: App, { ctx }: RouteOptions) {
-  app.addHook('preHandler', sessionAuth(ctx));
+  app.addHook('preValidation', sessionAuth(ctx));
 
   app.get('/products/', async (request) => listProducts(ctx, sessionOf(request).organizationId));
 
@@ -23,13 +25,16 @@ export async function productRoutes(app: App, { ctx }: RouteOptions) {
     '/products/',
     {
       schema: {
-        body: Type.Object({
-          name: Fields.name,
-          description: Type.Optional(Fields.description),
-          unit_price: Fields.unit_price,
-          currency: Type.Optional(Fields.currency),
-          is_active: Type.Optional(Fields.is_active),
-        }),
+        body: Type.Object(
+          {
+            name: Fields.name,
+            description: Type.Optional(Fields.description),
+            unit_price: Fields.unit_price,
+            currency: Type.Optional(Fields.currency),
+            is_active: Type.Optional(Fields.is_active),
+          },
+          { additionalProperties: false },
+        ),
       },
     },
     async (request, reply) =>

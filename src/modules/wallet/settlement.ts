@@ -1,9 +1,51 @@
-// CONTRACT (implemented by the wallet module): credits a paid payment whose deposit succeeded,
-// exactly once, inside the caller's transaction: reserve += net_usd × rolling_reserve_percent/100,
-// balance += the rest, as ledger entries. Returns false if it was already settled.
+// CONTRACT (called by the payments module): credits a paid payment whose deposit succeeded, exactly
+// once, inside the caller's transaction: reserve += net_usd × rolling_reserve_percent/100 (half-up),
+// balance += the rest, as one ledger movement. Also stamps payments.settled_at and schedules the
+// reserve part's release after rolling_reserve_days. Returns false if it was already settled.
 import type { Executor } from '../../db/database.ts';
+import { percentOf, toBigInt } from '../../lib/money.ts';
 import type { PaymentRow } from '../payments/table.ts';
+import { lockWallet, postMovement } from './ledger.ts';
 
-export async function settlePayment(_trx: Executor, _payment: PaymentRow, _now: string): Promise<boolean> {
-  return false; // placeholder until the wallet module lands
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export async function settlePayment(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
+  const organization = await trx
+    .selectFrom('organizations')
+    .select(['rolling_reserve_bp', 'rolling_reserve_days'])
+    .where('id', '=', payment.organization_id)
+    .executeTakeFirstOrThrow();
+  const net = toBigInt(payment.net_usd);
+  const reserve = percentOf(net, toBigInt(organization.rolling_reserve_bp));
+  const wallet = await lockWallet(trx, payment.organization_id, payment.environment, now);
+  const movementId = await postMovement(trx, wallet, {
+    kind: 'settlement',
+    referenceId: payment.id,
+    referencePublicId: payment.public_id,
+    amount: net,
+    entries: { settlements: -net, reserve, balance: net - reserve },
+    now,
+  });
+  if (movementId === null) return false;
+  if (reserve > 0n) {
+    const releaseAt = new Date(Date.parse(now) + Number(organization.rolling_reserve_days) * DAY_MS);
+    await trx
+      .insertInto('wallet_reserves')
+      .values({
+        wallet_id: wallet.id,
+        payment_id: payment.id,
+        amount: Number(reserve),
+        release_at: releaseAt.toISOString(),
+        released_at: null,
+        released_amount: null,
+      })
+      .execute();
+  }
+  await trx
+    .updateTable('payments')
+    .set({ settled_at: now })
+    .where('id', '=', payment.id)
+    .where('settled_at', 'is', null)
+    .execute();
+  return true;
 }

@@ -1,0 +1,93 @@
+// Child processes of the benchmark: the real service, the bare Fastify server, the CLI and autocannon.
+// Each runs in its own process so the load generator never shares a CPU queue with what it measures.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const ROOT = join(import.meta.dirname, '..');
+const NODE = join(ROOT, 'node_modules', '.bin', 'node');
+
+export interface Child {
+  process: ChildProcessWithoutNullStreams;
+  output(): string;
+}
+
+/** Starts `node <args>` from the repository root with exactly the given KASSA_* configuration. */
+export function startNode(args: string[], env: Record<string, string>): Child {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('KASSA_') && name !== 'DATABASE_URL'),
+  );
+  const child = spawn(NODE, ['--disable-warning=ExperimentalWarning', ...args], {
+    cwd: ROOT,
+    env: { ...inherited, ...env },
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return { process: child, output: () => output };
+}
+
+/** Waits for a line matching `pattern` on stdout or stderr; fails if the process exits first. */
+export function waitFor(child: Child, pattern: RegExp, timeoutMs = 60_000): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => finish(new Error(`timed out waiting for ${pattern}:\n${child.output()}`)),
+      timeoutMs,
+    );
+    const check = () => {
+      const match = pattern.exec(child.output());
+      if (match) finish(null, match);
+    };
+    const exited = (code: number | null) =>
+      finish(new Error(`exited with ${code} before ${pattern}:\n${child.output()}`));
+    function finish(error: Error | null, match?: RegExpExecArray) {
+      clearTimeout(timer);
+      child.process.stdout.off('data', check);
+      child.process.stderr.off('data', check);
+      child.process.off('exit', exited);
+      if (error || !match) reject(error ?? new Error('no match'));
+      else resolve(match);
+    }
+    child.process.stdout.on('data', check);
+    child.process.stderr.on('data', check);
+    child.process.on('exit', exited);
+    check();
+  });
+}
+
+/** Runs a node script to completion and returns its exit code and output. */
+export async function runNode(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  const child = startNode(args, env);
+  const code = await new Promise<number | null>((resolve) => child.process.on('close', resolve));
+  return { code, output: child.output() };
+}
+
+/** Resident set size of a process in MiB, from /proc (Linux). */
+export function rssMiB(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round((Number(match[1]) / 1024) * 10) / 10 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** SIGTERM, then SIGKILL after a grace period; resolves when the process is gone. */
+export async function stop(child: Child, graceMs = 10_000): Promise<void> {
+  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.process.once('exit', () => resolve()));
+  child.process.kill('SIGTERM');
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,162 @@
+// The shapes of the API-key API, as the interface describes them.
+export type Currency = 'USD' | 'EUR';
+
+export type CatalogItem = { id: string; quantity?: number };
+export type AdHocItem = { name: string; unit_price: number; quantity?: number };
+
+export interface CheckoutCreateParams {
+  billing_country: string;
+  billing_postal_code?: string;
+  billing_first_name: string;
+  billing_last_name: string;
+  billing_email: string;
+  billing_phone?: string;
+  currency?: Currency;
+  products: (CatalogItem | AdHocItem)[];
+  successUrl?: string;
+  failedUrl?: string;
+  cancelUrl?: string;
+  sandbox_simulate?:
+    | 'payment_failed'
+    | 'checkout_canceled'
+    | 'canceled'
+    | 'success_pending_deposit'
+    | 'checkout_pending';
+}
+
+export interface CheckoutSession {
+  checkout_id: string;
+  order_id: string;
+  checkout_url: string;
+  token: string;
+  expires_at: number;
+}
+
+export type PaymentStatus =
+  | 'paid'
+  | 'failed'
+  | 'refund_pending'
+  | 'refunded'
+  | 'canceled'
+  | 'processing'
+  | 'pending';
+
+export interface DepositAttempt {
+  status: string;
+  paymentId: string;
+  attemptedAt: string;
+  errorMessage: string | null;
+  paymentMethod: string;
+}
+
+export interface Payment {
+  id: string;
+  amount: string;
+  net_amount: string;
+  status: PaymentStatus;
+  currency: Currency;
+  payer_email: string | null;
+  products: { id: string; name: string }[];
+  depositAttempts: DepositAttempt[];
+  fee_percent: number;
+  amount_breakdown: { gross_ttc: string; currency: Currency; net_usd: string };
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RefundCreateParams {
+  reason: string;
+  amount?: string;
+}
+
+export interface RefundCreated {
+  status: string;
+  refund_id: number;
+  refund_public_id: string;
+  transaction_id: number;
+  amount: string;
+  currency: Currency;
+  amount_usd: string;
+  amount_in_cents: number;
+}
+
+export type RefundStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'rejected';
+
+export interface Refund {
+  id: string;
+  transaction_id: string;
+  amount: string;
+  currency: Currency;
+  amount_in_cents: number | null;
+  amount_usd: string | null;
+  reason: string;
+  status: RefundStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RefundListParams {
+  status?: RefundStatus;
+  created_at__gte?: string;
+  created_at__lte?: string;
+  search?: string;
+  ordering?: string;
+  page?: number;
+  page_size?: number;
+}
+
+export interface Page<T> {
+  count: number;
+  next: string | null;
+  previous: string | null;
+  results: T[];
+}
+
+interface EventBase {
+  livemode: boolean;
+}
+
+export interface TransactionStatusChanged extends EventBase {
+  event: 'transaction.status_changed';
+  transaction_id: string | null;
+  order_id: string;
+  amount: string;
+  gross_amount: string;
+  fee_percent?: number;
+  status: PaymentStatus;
+  currency: Currency;
+  depositAttempts: DepositAttempt[];
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+export interface RefundStatusChanged extends EventBase {
+  event: 'refund.status_changed';
+  refund_id: string;
+  transaction_id: string;
+  amount: string;
+  currency: Currency;
+  amount_usd?: string;
+  amount_in_cents?: number;
+  status: RefundStatus;
+  reason: string;
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+export interface PayoutStatusChanged extends EventBase {
+  event: 'payout.status_changed';
+  payout_id: string;
+  amount: string;
+  status: 'pending' | 'completed' | 'rejected';
+  currency: 'USD';
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+export interface WebhookTest extends EventBase {
+  event: 'webhook.test';
+  message: string;
+}
+
+export type WebhookEvent = TransactionStatusChanged | RefundStatusChanged | PayoutStatusChanged | WebhookTest;

@@ -1,0 +1,132 @@
+// kassa listen --forward-to http://localhost:4000/webhooks
+// Logs in, follows the organization's events as they are written, and forwards each one signed
+// (with a secret printed at start) to a local URL: webhooks on a laptop without a public endpoint.
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createInterface } from 'node:readline/promises';
+import type { Command } from './commands.ts';
+
+interface ListenedEvent {
+  id: number;
+  type: string;
+  payload: unknown;
+}
+
+async function login(base: string, email: string, password: string): Promise<string> {
+  const response = await fetch(`${base}/api/auth/login/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  });
+  const body = (await response.json()) as { token?: string; detail?: string };
+  if (!response.ok || !body.token) throw new Error(`login failed: ${body.detail ?? response.status}`);
+  return body.token;
+}
+
+async function forward(target: string, secret: string, event: ListenedEvent): Promise<string> {
+  const raw = JSON.stringify(event.payload);
+  const signature = `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(raw).digest('hex')}`;
+  try {
+    const response = await fetch(target, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-webhook-event': event.type,
+        'x-webhook-delivery-id': randomUUID(),
+        'x-webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'x-webhook-signature': signature,
+      },
+      body: raw,
+      signal: AbortSignal.timeout(10_000),
+      redirect: 'manual',
+    });
+    return String(response.status);
+  } catch (error) {
+    return `error: ${(error as Error).message}`;
+  }
+}
+
+export const listenCommand: Command = {
+  summary: "Forward your organization's events, signed, to a local URL while you develop.",
+  usage:
+    '--forward-to <url> [--api <kassa url>] [--email <email>] [--password <pw>] [--token <session token>]',
+  help: `Options:
+  --forward-to   the local URL that receives the events (required)
+  --api          the Kassa server (default KASSA_PUBLIC_URL or http://localhost:3000)
+  --email, --password  dashboard credentials (asked for when missing and no --token)
+  --token        an existing dashboard session token instead of logging in
+  --from-start   also forward events written before listen started
+Events are signed with a secret printed at start (not your endpoint's secret).`,
+  options: {
+    'forward-to': { type: 'string' },
+    api: { type: 'string' },
+    email: { type: 'string' },
+    password: { type: 'string' },
+    token: { type: 'string' },
+    'from-start': { type: 'boolean' },
+  },
+  async run({ values }) {
+    const target = values['forward-to'];
+    if (typeof target !== 'string' || !/^https?:\/\//.test(target)) {
+      console.error('kassa: listen needs --forward-to http(s)://... (see --help).');
+      return 1;
+    }
+    const base = String(values.api ?? process.env.KASSA_PUBLIC_URL ?? 'http://localhost:3000').replace(
+      /\/+$/,
+      '',
+    );
+    let token = typeof values.token === 'string' ? values.token : null;
+    if (!token) {
+      const prompt = createInterface({ input: process.stdin, output: process.stderr });
+      const email = typeof values.email === 'string' ? values.email : await prompt.question('Email: ');
+      const password =
+        typeof values.password === 'string' ? values.password : await prompt.question('Password: ');
+      prompt.close();
+      token = await login(base, email, password);
+    }
+    const secret = `whsec_${randomBytes(32).toString('base64url')}`;
+    console.log(`Ready. Forwarding events to ${target}\nSigning secret for this session: ${secret}`);
+    let stopped = false;
+    process.once('SIGINT', () => {
+      stopped = true;
+    });
+    process.once('SIGTERM', () => {
+      stopped = true;
+    });
+    let cursor = '0';
+    if (!values['from-start']) {
+      const head = await fetch(`${base}/api/organization/events/?after=0&limit=1`, {
+        headers: { authorization: `Token ${token}` },
+      });
+      if (!head.ok) throw new Error(`cannot read events: ${head.status}`);
+      // Skip history: find the newest id by paging to the end.
+      for (;;) {
+        const page = await fetch(`${base}/api/organization/events/?after=${cursor}&limit=500`, {
+          headers: { authorization: `Token ${token}` },
+        });
+        const body = (await page.json()) as { results: ListenedEvent[]; cursor: string };
+        cursor = body.cursor;
+        if (body.results.length < 500) break;
+      }
+    }
+    while (!stopped) {
+      const response = await fetch(`${base}/api/organization/events/?after=${cursor}&wait=20`, {
+        headers: { authorization: `Token ${token}` },
+      }).catch(() => null);
+      if (!response?.ok) {
+        if (response?.status === 401) {
+          console.error('kassa: session ended; log in again.');
+          return 1;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        continue;
+      }
+      const body = (await response.json()) as { results: ListenedEvent[]; cursor: string };
+      for (const event of body.results) {
+        const status = await forward(target, secret, event);
+        console.log(`${new Date().toISOString()}  ${event.type}  → ${status}`);
+      }
+      cursor = body.cursor;
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,94 @@
+// The OpenAPI 3.1 document at /api/openapi.json, generated from the route schemas, and the
+// interactive docs at /docs. Security, scopes and the error body are added to each route here,
+// from how the route authenticates, so no route repeats them.
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifySchema, RouteOptions } from 'fastify';
+import { ErrorBody } from './schemas.ts';
+import type { App } from './types.ts';
+
+const PUBLIC_PATHS = [
+  /^\/api\/auth\/login\/?$/,
+  /^\/api\/checkout\/(:token|sync-status)/,
+  /^\/api\/payment-links\/public\//,
+  /^\/api\/v1\/webhooks\//,
+  /^\/api\/provider\/webhooks\//,
+  /^\/api\/openapi\.json$/,
+];
+
+interface ScopedHandler {
+  scopes?: readonly string[];
+}
+
+function requiredScopes(route: RouteOptions): readonly string[] | null {
+  const handlers = [route.preValidation, route.preHandler].flat().filter(Boolean) as ScopedHandler[];
+  for (const handler of handlers) if (handler.scopes) return handler.scopes;
+  return null;
+}
+
+function document(route: RouteOptions): void {
+  const schema: FastifySchema & Record<string, unknown> = (route.schema ?? {}) as FastifySchema &
+    Record<string, unknown>;
+  route.schema = schema;
+  if (!route.url.startsWith('/api/') || route.url.startsWith('/sandbox/')) {
+    schema.hide = true;
+    return;
+  }
+  const scopes = requiredScopes(route);
+  if (scopes) {
+    schema.security = [{ ApiKey: [] }, { ApiKeyHeader: [] }];
+    schema.tags ??= ['API key'];
+    const note = scopes.length ? `Scopes: ${scopes.join(' or ')}.` : '';
+    schema.description = [schema.description, note, 'Sandbox keys use the same path under /sandbox/api/.']
+      .filter(Boolean)
+      .join(' ');
+  } else if (PUBLIC_PATHS.some((pattern) => pattern.test(route.url))) {
+    schema.security = [];
+    schema.tags ??= ['Public'];
+  } else {
+    schema.security = [{ SessionToken: [] }, { SessionCookie: [] }];
+    schema.tags ??= ['Dashboard session'];
+  }
+  const response = (schema.response ?? {}) as Record<string, unknown>;
+  response['4XX'] ??= { ...ErrorBody, description: 'Error: {"detail": "..."}' };
+  schema.response = response;
+}
+
+export async function registerOpenApi(app: App): Promise<void> {
+  app.addHook('onRoute', (route) => document(route as RouteOptions));
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Kassa API',
+        version: '1.1.0',
+        description:
+          'Hosted checkout, payments, refunds and the merchant dashboard API. Errors are always {"detail": "..."}. ' +
+          'API-key endpoints also answer under /sandbox/api/ for sandbox keys.',
+      },
+      components: {
+        securitySchemes: {
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'Authorization: Api-Key <key>',
+          },
+          ApiKeyHeader: { type: 'apiKey', in: 'header', name: 'Api-Key' },
+          SessionToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'Authorization: Token <token>',
+          },
+          SessionCookie: { type: 'apiKey', in: 'cookie', name: 'kassa_session' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+  });
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

@@ -1,0 +1,92 @@
+// The end of a checkout: the customer cancels, or anyone holding the token (or the merchant, by
+// checkout_id with an API key) asks for its status. Sync-status asks the provider first and applies
+// the answer; calling it again changes nothing the provider has not changed.
+import type { AppContext } from '../../context.ts';
+import { ConflictError, NotFoundError } from '../../http/errors.ts';
+import { toBigInt } from '../../lib/money.ts';
+import type { Environment } from '../api-keys/table.ts';
+import { emitCanceledCheckoutEvent } from '../payments/events.ts';
+import * as payments from '../payments/store.ts';
+import { syncPayment } from '../payments/sync.ts';
+import { movePayment } from '../payments/transitions.ts';
+import { findSessionByToken } from './hosted.ts';
+import { assertStillOpen, attemptInFlight, checkoutState, isExpired, presentSyncStatus } from './status.ts';
+import * as store from './store.ts';
+import type { CheckoutSessionRow } from './table.ts';
+
+export async function cancelCheckout(ctx: AppContext, token: string) {
+  const found = await findSessionByToken(ctx, token);
+  const now = ctx.clock();
+  const nowIso = now.toISOString();
+  const { session, payment } = await ctx.db.transaction().execute(async (trx) => {
+    const locked = await store.lockSession(trx, found.id);
+    const existing = await payments.paymentOfCheckout(trx, locked.id);
+    const state = checkoutState(locked, existing, now);
+    assertStillOpen(state);
+    if (state === 'pending') {
+      throw new ConflictError(
+        "This checkout's payment is awaiting the bank's decision and cannot be canceled.",
+      );
+    }
+    if (attemptInFlight(locked, now)) {
+      throw new ConflictError('A payment attempt for this checkout is in progress; try again in a moment.');
+    }
+    await store.updateSession(trx, locked.id, { canceled_at: nowIso, updated_at: nowIso });
+    const canceled = { ...locked, canceled_at: nowIso, updated_at: nowIso };
+    if (!existing) {
+      const organization = await store.organizationTerms(trx, locked.organization_id);
+      await emitCanceledCheckoutEvent(
+        trx,
+        {
+          organizationId: locked.organization_id,
+          environment: locked.environment,
+          publicId: locked.public_id,
+          gross: toBigInt(locked.gross),
+          currency: locked.currency,
+          feeBp: toBigInt(organization.fee_bp),
+          createdAt: locked.created_at,
+        },
+        nowIso,
+      );
+      return { session: canceled, payment: undefined };
+    }
+    const moved = await movePayment(trx, existing.id, 'processing', 'canceled', nowIso);
+    return { session: canceled, payment: moved ?? existing };
+  });
+  return presentSyncStatus(session, payment, now);
+}
+
+/** Asks the provider about the checkout's payment, applies the answer and any expiry, and reports. */
+export async function syncCheckout(ctx: AppContext, session: CheckoutSessionRow) {
+  let payment = await payments.paymentOfCheckout(ctx.db, session.id);
+  if (payment?.provider_payment_id && payments.mayStillMove(payment)) {
+    await syncPayment(ctx, payment.id, payment.provider_payment_id);
+  }
+  const now = ctx.clock();
+  payment = await payments.paymentOfCheckout(ctx.db, session.id);
+  if (payment?.status === 'processing' && isExpired(session, now)) {
+    const paymentId = payment.id;
+    await ctx.db.transaction().execute(async (trx) => {
+      const locked = await store.lockSession(trx, session.id);
+      if (!attemptInFlight(locked, now))
+        await movePayment(trx, paymentId, 'processing', 'failed', now.toISOString());
+    });
+    payment = await payments.paymentOfCheckout(ctx.db, session.id);
+  }
+  return presentSyncStatus(session, payment, now);
+}
+
+export async function syncCheckoutByToken(ctx: AppContext, token: string) {
+  return syncCheckout(ctx, await findSessionByToken(ctx, token));
+}
+
+export async function syncCheckoutById(
+  ctx: AppContext,
+  organizationId: number,
+  environment: Environment,
+  checkoutId: string,
+) {
+  const session = await store.findByPublicId(ctx.db, organizationId, environment, checkoutId);
+  if (!session) throw new NotFoundError('Checkout not found.');
+  return syncCheckout(ctx, session);
+}

@@ -1,0 +1,86 @@
+// GET /api/checkout/{token}/: what the hosted page shows. The token is the customer's capability.
+import type { AppContext } from '../../context.ts';
+import { NotFoundError } from '../../http/errors.ts';
+import { formatAmount, formatPercent, toBigInt } from '../../lib/money.ts';
+import { presentAttempt } from '../payments/present.ts';
+import * as payments from '../payments/store.ts';
+import type { DepositAttemptRow } from '../payments/table.ts';
+import { type CheckoutItem, lineAmount } from './pricing.ts';
+import { checkoutState, redirectUrl, syncStatusOf } from './status.ts';
+import * as store from './store.ts';
+import type { CheckoutSessionRow } from './table.ts';
+
+interface StoredItem {
+  product_id: string | null;
+  name: string;
+  unit_price: number;
+  quantity: number;
+}
+
+export function itemsOf(session: CheckoutSessionRow): CheckoutItem[] {
+  return (JSON.parse(session.items) as StoredItem[]).map((item) => ({
+    productId: item.product_id,
+    name: item.name,
+    unitPrice: BigInt(item.unit_price),
+    quantity: item.quantity,
+  }));
+}
+
+/** An attempt as the hosted page shows it: the interface's fields plus the card's brand and last 4. */
+export function presentHostedAttempt(row: DepositAttemptRow) {
+  return { ...presentAttempt(row), cardBrand: row.card_brand, cardLast4: row.card_last4 };
+}
+
+export async function findSessionByToken(ctx: AppContext, token: string): Promise<CheckoutSessionRow> {
+  const session = await store.findByToken(ctx.db, token);
+  if (!session) throw new NotFoundError('Checkout not found.');
+  return session;
+}
+
+export async function getHostedCheckout(ctx: AppContext, token: string) {
+  const session = await findSessionByToken(ctx, token);
+  const [payment, organization] = await Promise.all([
+    payments.paymentOfCheckout(ctx.db, session.id),
+    store.organizationTerms(ctx.db, session.organization_id),
+  ]);
+  const attempts = payment ? await payments.attemptsOf(ctx.db, payment.id) : [];
+  const state = checkoutState(session, payment, ctx.clock());
+  const syncStatus = syncStatusOf(state);
+  return {
+    checkout_id: session.public_id,
+    order_id: session.public_id,
+    status: state,
+    sync_status: syncStatus,
+    payment_status: payment?.status ?? null,
+    transaction_id: payment?.public_id ?? null,
+    environment: session.environment,
+    merchant: { name: organization.name, website: organization.website || null },
+    currency: session.currency,
+    price_mode: session.price_mode,
+    tax_rate_percent: formatPercent(toBigInt(session.tax_rate_bp)),
+    items: itemsOf(session).map((item, index) => ({
+      id: item.productId ?? `item_${index + 1}`,
+      name: item.name,
+      unit_price: formatAmount(item.unitPrice),
+      quantity: item.quantity,
+      amount: formatAmount(lineAmount(item)),
+    })),
+    subtotal: formatAmount(toBigInt(session.subtotal_ht)),
+    tax: formatAmount(toBigInt(session.tax_amount)),
+    total: formatAmount(toBigInt(session.gross)),
+    customer: {
+      first_name: session.billing_first_name,
+      last_name: session.billing_last_name,
+      email: session.billing_email,
+      country: session.billing_country,
+    },
+    attempts: attempts.map(presentHostedAttempt),
+    urls: {
+      success_url: session.success_url,
+      failed_url: session.failed_url,
+      cancel_url: session.cancel_url,
+    },
+    redirect_url: redirectUrl(session, syncStatus),
+    expires_at: Math.floor(Date.parse(session.expires_at) / 1000),
+  };
+}

@@ -1,0 +1,131 @@
+// Hosted checkout sessions: validating what a merchant asks to charge and recording the session.
+// `createCheckoutSession` is the one way to create a session (the API here, payment links elsewhere).
+import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
+import { ForbiddenError, ValidationError } from '../../http/errors.ts';
+import { newPublicId, newToken, sha256Hex } from '../../lib/ids.ts';
+import { formatAmount, toBigInt } from '../../lib/money.ts';
+import type { SimulateValue } from '../../provider/simulator/script.ts';
+import type { Environment } from '../api-keys/table.ts';
+import {
+  type BillingDetails,
+  parseBillingAndUrls,
+  parseItems,
+  parseSimulate,
+  type ReturnUrls,
+} from './input.ts';
+import { type CheckoutItem, checkoutTotals, type PriceMode } from './pricing.ts';
+import type { CheckoutCreatedBody, CreateCheckoutInput } from './schemas.ts';
+import * as store from './store.ts';
+
+export interface NewCheckoutSession {
+  organizationId: number;
+  environment: Environment;
+  currency: 'USD' | 'EUR';
+  /** Unit prices in minor units, in `priceMode`'s basis. */
+  items: CheckoutItem[];
+  /** null: the organization's price_mode. */
+  priceMode: PriceMode | null;
+  billing: BillingDetails;
+  urls: ReturnUrls;
+  simulate: SimulateValue | null;
+  paymentLinkId: string | null;
+}
+
+/** Records a session and returns the interface's creation response. Validates the total's limits. */
+export async function createCheckoutSession(
+  trx: Executor,
+  ctx: AppContext,
+  input: NewCheckoutSession,
+): Promise<CheckoutCreatedBody> {
+  const organization = await store.organizationTerms(trx, input.organizationId);
+  if (organization.status !== 'active') throw new ForbiddenError('This organization is not active.');
+  const priceMode = input.priceMode ?? organization.price_mode;
+  const taxRateBp = toBigInt(organization.tax_rate_bp);
+  const totals = checkoutTotals(input.items, priceMode, taxRateBp);
+  const min = toBigInt(organization.min_payment);
+  const max = toBigInt(organization.max_payment);
+  const total = `${formatAmount(totals.gross)} ${input.currency}`;
+  if (totals.gross < min) {
+    throw new ValidationError(
+      `products: the total ${total} is below the minimum payment of ${formatAmount(min)}.`,
+    );
+  }
+  if (totals.gross > max) {
+    throw new ValidationError(
+      `products: the total ${total} is above the maximum payment of ${formatAmount(max)}.`,
+    );
+  }
+  const token = newToken();
+  const now = ctx.clock();
+  const expiresAt = new Date(now.getTime() + ctx.config.checkoutTtlS * 1000);
+  const session = await store.insertSession(trx, {
+    public_id: newPublicId('checkout'),
+    token_hash: sha256Hex(token),
+    organization_id: input.organizationId,
+    environment: input.environment,
+    payment_link_id: input.paymentLinkId,
+    currency: input.currency,
+    price_mode: priceMode,
+    tax_rate_bp: Number(taxRateBp),
+    items: JSON.stringify(
+      input.items.map((item) => ({
+        product_id: item.productId,
+        name: item.name,
+        unit_price: Number(item.unitPrice),
+        quantity: item.quantity,
+      })),
+    ),
+    subtotal_ht: Number(totals.subtotalHt),
+    tax_amount: Number(totals.tax),
+    gross: Number(totals.gross),
+    billing_country: input.billing.country,
+    billing_postal_code: input.billing.postalCode,
+    billing_first_name: input.billing.firstName,
+    billing_last_name: input.billing.lastName,
+    billing_email: input.billing.email,
+    billing_phone: input.billing.phone,
+    success_url: input.urls.success,
+    failed_url: input.urls.failed,
+    cancel_url: input.urls.cancel,
+    simulate: input.environment === 'sandbox' ? input.simulate : null,
+    canceled_at: null,
+    attempt_locked_until: null,
+    expires_at: expiresAt.toISOString(),
+    created_at: now.toISOString(),
+    updated_at: now.toISOString(),
+  });
+  return {
+    checkout_id: session.public_id,
+    order_id: session.public_id,
+    checkout_url: `${ctx.config.publicUrl}/checkout/${token}`,
+    token,
+    expires_at: Math.floor(expiresAt.getTime() / 1000),
+  };
+}
+
+/** POST /checkout/create/ with an API key of `environment`. */
+export async function createCheckout(
+  ctx: AppContext,
+  organizationId: number,
+  environment: Environment,
+  body: CreateCheckoutInput,
+): Promise<CheckoutCreatedBody> {
+  const simulate = parseSimulate(environment, body.sandbox_simulate);
+  const { billing, urls } = parseBillingAndUrls(body);
+  const currency = body.currency === 'EUR' ? 'EUR' : 'USD';
+  return ctx.db.transaction().execute(async (trx) => {
+    const items = await parseItems(trx, organizationId, currency, body.products);
+    return createCheckoutSession(trx, ctx, {
+      organizationId,
+      environment,
+      currency,
+      items,
+      priceMode: null,
+      billing,
+      urls,
+      simulate,
+      paymentLinkId: null,
+    });
+  });
+}

@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { buildHostedPage, minifyCss, minifyJs, pickEncoding } from './build.ts';
+
+function inlineBlock(html: string, tag: 'script' | 'style'): string {
+  const match = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(html);
+  assert.ok(match, `no inline <${tag}>`);
+  return match[1];
+}
+
+const hashOf = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
+describe('hosted page build', () => {
+  for (const file of ['checkout.html', 'pay.html']) {
+    test(`${file} inlines its sources and its CSP allows exactly those blocks`, () => {
+      const page = buildHostedPage(file);
+      const html = page.bodies.identity.toString('utf8');
+      assert.doesNotMatch(html, /<script src=|<link rel="stylesheet"/);
+      assert.equal((html.match(/<script>/g) ?? []).length, 1);
+      assert.ok(page.csp.includes(`script-src ${hashOf(inlineBlock(html, 'script'))}`));
+      assert.ok(page.csp.includes(`style-src ${hashOf(inlineBlock(html, 'style'))}`));
+      assert.match(page.csp, /default-src 'none'/);
+      assert.match(page.csp, /frame-ancestors 'none'/);
+      assert.doesNotMatch(page.csp, /unsafe/);
+      assert.deepEqual(gunzipSync(page.bodies.gzip), page.bodies.identity);
+      assert.deepEqual(brotliDecompressSync(page.bodies.br), page.bodies.identity);
+    });
+  }
+
+  test('the inlined script keeps its own replacement patterns intact', () => {
+    const html = buildHostedPage('checkout.html').bodies.identity.toString('utf8');
+    assert.ok(html.includes("'$1 '"), 'the card-number grouping pattern survived inlining');
+  });
+
+  test('the minifiers drop comments and indentation only', () => {
+    assert.equal(minifyCss('/* c */\na {\n  color: red;\n}\n.b > c { x: 1 }'), 'a{color:red}.b>c{x:1}');
+    assert.equal(
+      minifyJs('// c\n/**\n * doc\n */\nconst a = 1;\n\n  if (a) {\n    f("// not a comment");\n  }'),
+      'const a = 1;\nif (a) {\nf("// not a comment");\n}',
+    );
+  });
+
+  test('the encoding follows Accept-Encoding, brotli first, and honours q=0', () => {
+    assert.equal(pickEncoding('gzip, deflate, br, zstd'), 'br');
+    assert.equal(pickEncoding('gzip'), 'gzip');
+    assert.equal(pickEncoding('br;q=0, gzip;q=0.5'), 'gzip');
+    assert.equal(pickEncoding('identity'), 'identity');
+    assert.equal(pickEncoding(undefined), 'identity');
+  });
+});

@@ -1,0 +1,55 @@
+// The customer-facing HTML pages at the root: the hosted checkout (/checkout/{token}) and the
+// payment-link page (/pay/{id}). Each is one static document (built once, see build.ts) that reads its
+// token from its own URL and talks to the public JSON API; nothing here touches the database.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { buildHostedPage, type HostedPage, pickEncoding } from './build.ts';
+
+const TOKEN = /^[A-Za-z0-9_-]{16,200}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+let pages: { checkout: HostedPage; pay: HostedPage } | null = null;
+
+/** Built on first use and kept for the life of the process (the sources do not change under it). */
+export function hostedPages(): { checkout: HostedPage; pay: HostedPage } {
+  pages ??= { checkout: buildHostedPage('checkout.html'), pay: buildHostedPage('pay.html') };
+  return pages;
+}
+
+/**
+ * Sends a page with its security headers. A malformed token or id still gets the page (which shows
+ * its "not found" screen) but with status 404, so crawlers and monitors see the truth.
+ */
+function sendPage(request: FastifyRequest, reply: FastifyReply, page: HostedPage, found: boolean) {
+  const encoding = pickEncoding(request.headers['accept-encoding']);
+  reply
+    .code(found ? 200 : 404)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('content-security-policy', page.csp)
+    .header('referrer-policy', 'no-referrer')
+    .header('x-frame-options', 'DENY')
+    .header('cross-origin-opener-policy', 'same-origin')
+    .header('cross-origin-resource-policy', 'same-origin')
+    .header('permissions-policy', 'camera=(), microphone=(), geolocation=(), payment=()')
+    .header('x-robots-tag', 'noindex, nofollow')
+    // The URL carries a bearer token: no cache may keep the page under it.
+    .header('cache-control', 'no-store')
+    .header('vary', 'accept-encoding');
+  if (encoding !== 'identity') reply.header('content-encoding', encoding);
+  return reply.send(page.bodies[encoding]);
+}
+
+export async function pageRoutes(app: App, _options: RouteOptions) {
+  const { checkout, pay } = hostedPages();
+
+  app.get(
+    '/checkout/:token',
+    { schema: { params: Type.Object({ token: Type.String() }) } },
+    async (request, reply) => sendPage(request, reply, checkout, TOKEN.test(request.params.token)),
+  );
+
+  app.get('/pay/:id', { schema: { params: Type.Object({ id: Type.String() }) } }, async (request, reply) =>
+    sendPage(request, reply, pay, UUID.test(request.params.id)),
+  );
+}

@@ -1,0 +1,91 @@
+// Payment-link endpoints under /api: the dashboard's /payment-links/ (session only; API keys get 401)
+// and the public /payment-links/public/{token}/ preview and start (no auth, rate limited per IP).
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { limitPublicCaller } from '../checkout/rate-limit.ts';
+import { listLinkPayments } from './payments.ts';
+import { previewLink, startLink } from './public-service.ts';
+import { CreateLinkBody, LinkIdParam, LinkTokenParam, StartLinkBody, UpdateLinkBody } from './schemas.ts';
+import { createLink, deleteLink, getLink, listLinks, updateLink } from './service.ts';
+
+async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preValidation', sessionAuth(ctx));
+
+  app.get('/payment-links/', async (request) => listLinks(ctx, sessionOf(request).organizationId));
+
+  app.post(
+    '/payment-links/',
+    {
+      schema: { body: CreateLinkBody, description: 'Create a link; its products and prices are a snapshot.' },
+    },
+    async (request, reply) =>
+      reply.code(201).send(await createLink(ctx, sessionOf(request).organizationId, request.body)),
+  );
+
+  app.get(
+    '/payment-links/:id/',
+    { schema: { params: LinkIdParam, description: 'Detail and stats.' } },
+    async (request) => getLink(ctx, sessionOf(request).organizationId, request.params.id),
+  );
+
+  app.patch(
+    '/payment-links/:id/',
+    {
+      schema: {
+        params: LinkIdParam,
+        body: UpdateLinkBody,
+        description: 'Update name, is_active, expires_at, max_uses, metadata; other fields are a 400.',
+      },
+    },
+    async (request) => updateLink(ctx, sessionOf(request).organizationId, request.params.id, request.body),
+  );
+
+  app.delete(
+    '/payment-links/:id/',
+    { schema: { params: LinkIdParam, description: 'Soft delete: status deleted, public access 410.' } },
+    async (request, reply) => {
+      await deleteLink(ctx, sessionOf(request).organizationId, request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/payment-links/:id/payments/',
+    { schema: { params: LinkIdParam, description: 'Payments started from the link, newest first.' } },
+    async (request) => listLinkPayments(ctx, sessionOf(request).organizationId, request.params.id),
+  );
+}
+
+async function publicRoutes(app: App, { ctx }: RouteOptions) {
+  // One per-IP window for every public endpoint: the link page, then the hosted checkout it leads to.
+  app.addHook('onRequest', async (request, reply) => limitPublicCaller(ctx, request, reply));
+
+  app.get(
+    '/payment-links/public/:token/',
+    {
+      schema: {
+        params: LinkTokenParam,
+        description: 'Preview for the payment page; counts a view. 410 when unavailable.',
+      },
+    },
+    async (request) => previewLink(ctx, request.params.token),
+  );
+
+  app.post(
+    '/payment-links/public/:token/start/',
+    {
+      schema: {
+        params: LinkTokenParam,
+        body: StartLinkBody,
+        description:
+          'Create a hosted checkout session from the link snapshot, consuming one use. 410 when unavailable.',
+      },
+    },
+    async (request, reply) => reply.code(201).send(await startLink(ctx, request.params.token, request.body)),
+  );
+}
+
+export async function paymentLinkRoutes(app: App, options: RouteOptions) {
+  await app.register(dashboardRoutes, options);
+  await app.register(publicRoutes, options);
+}

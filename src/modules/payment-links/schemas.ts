@@ -1,0 +1,54 @@
+// Request schemas of the payment-link endpoints: validation, types and the OpenAPI document from one source.
+import { type Static, Type } from 'typebox';
+import { BillingFields } from '../checkout/schemas.ts';
+
+// No length limit on ids: anything that is not a link's UUID is a 404, not a 400.
+export const LinkIdParam = Type.Object({ id: Type.String() });
+export const LinkTokenParam = Type.Object({ token: Type.String() });
+
+const LinkCurrency = Type.Enum(['USD', 'EUR']);
+const PricingMode = Type.Enum(['TAX_EXCLUSIVE', 'TAX_INCLUSIVE']);
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const ExpiresAt = Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()]);
+const MaxUses = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]);
+const Metadata = Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]);
+
+const LinkProductInput = Type.Object(
+  {
+    product_id: Type.String({ minLength: 1, maxLength: 64 }),
+    quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateLinkBody = Type.Object(
+  {
+    name: Name,
+    products: Type.Array(LinkProductInput, { minItems: 1, maxItems: 100 }),
+    currency: Type.Optional(LinkCurrency),
+    pricing_mode: Type.Optional(PricingMode),
+    expires_at: Type.Optional(ExpiresAt),
+    max_uses: Type.Optional(MaxUses),
+    is_active: Type.Optional(Type.Boolean()),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type CreateLinkInput = Static<typeof CreateLinkBody>;
+
+/** Other fields are accepted by the schema so the service can name them in its 400. */
+export const UpdateLinkBody = Type.Object({
+  name: Type.Optional(Name),
+  is_active: Type.Optional(Type.Boolean()),
+  expires_at: Type.Optional(ExpiresAt),
+  max_uses: Type.Optional(MaxUses),
+  metadata: Type.Optional(Metadata),
+});
+export type UpdateLinkInput = Static<typeof UpdateLinkBody> & Record<string, unknown>;
+
+/** The same customer fields as POST /checkout/create/; the products come from the link. */
+export const StartLinkBody = Type.Object(
+  { ...BillingFields, currency: Type.Optional(LinkCurrency) },
+  { additionalProperties: false },
+);
+export type StartLinkInput = Static<typeof StartLinkBody>;

@@ -1,0 +1,179 @@
+// Payment links for the dashboard: create (snapshotting catalog prices), list, read with stats, update, delete.
+// Links are production-only: a link is a public page for real customers, and its checkouts are real
+// payments. Sandbox testing goes through /sandbox/api/checkout/create/ with a sandbox key.
+import type { Updateable } from 'kysely';
+import type { AppContext } from '../../context.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { isUuid, newUuid } from '../../lib/ids.ts';
+import { formatAmount, toBigInt } from '../../lib/money.ts';
+import { getOrganization } from '../organizations/service.ts';
+import { findSellableProducts } from '../products/service.ts';
+import { linkTotals, presentLink } from './present.ts';
+import type { CreateLinkInput, UpdateLinkInput } from './schemas.ts';
+import * as store from './store.ts';
+import type { LinkLine, PaymentLinkRow, PaymentLinksTable, PricingMode } from './table.ts';
+
+const METADATA_MAX_CHARS = 16_384;
+const UPDATABLE = new Set(['name', 'is_active', 'expires_at', 'max_uses', 'metadata']);
+const FIXED_AT_CREATION = new Set(['products', 'currency', 'pricing_mode']);
+const READ_ONLY = new Set(['id', 'url', 'uses_count', 'status', 'stats', 'created_at', 'updated_at']);
+
+/** A link id from a path: anything but a UUID is simply not found. */
+export function parseLinkId(value: string): string {
+  if (!isUuid(value)) throw new NotFoundError('Payment link not found.');
+  return value.toLowerCase();
+}
+
+function cleanName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw new ValidationError('name: may not be blank.');
+  return trimmed;
+}
+
+function serializeMetadata(metadata: Record<string, unknown> | null): string | null {
+  if (metadata === null) return null;
+  const text = JSON.stringify(metadata);
+  if (text.length > METADATA_MAX_CHARS) {
+    throw new ValidationError(`metadata: must be at most ${METADATA_MAX_CHARS} characters when serialized.`);
+  }
+  return text;
+}
+
+/** An ISO date-time, normalised so stored values compare correctly as text. */
+function normalizeExpiry(value: string | null): string | null {
+  if (value === null) return null;
+  const time = Date.parse(value);
+  if (Number.isNaN(time)) throw new ValidationError('expires_at: must be a valid ISO 8601 date-time.');
+  return new Date(time).toISOString();
+}
+
+async function present(ctx: AppContext, organizationId: number, row: PaymentLinkRow) {
+  const sales = await store.salesByLink(ctx.db, organizationId, [row.uuid]);
+  return presentLink(row, sales.get(row.uuid), ctx.config.publicUrl, ctx.clock());
+}
+
+async function existingLink(ctx: AppContext, organizationId: number, id: string) {
+  const row = await store.findLink(ctx.db, organizationId, parseLinkId(id));
+  if (!row) throw new NotFoundError('Payment link not found.');
+  return row;
+}
+
+export async function createLink(ctx: AppContext, organizationId: number, input: CreateLinkInput) {
+  const now = ctx.clock();
+  const name = cleanName(input.name);
+  const currency = input.currency ?? 'USD';
+  const organization = await getOrganization(ctx.db, organizationId);
+  const pricingMode: PricingMode =
+    input.pricing_mode ?? (organization.price_mode === 'HT' ? 'TAX_EXCLUSIVE' : 'TAX_INCLUSIVE');
+  const expiresAt = normalizeExpiry(input.expires_at ?? null);
+  if (expiresAt !== null && Date.parse(expiresAt) <= now.getTime()) {
+    throw new ValidationError('expires_at: must be in the future.');
+  }
+  const metadata = serializeMetadata(input.metadata ?? null);
+
+  const catalog = await findSellableProducts(
+    ctx.db,
+    organizationId,
+    input.products.map((item) => item.product_id),
+    currency,
+  );
+  const lines: LinkLine[] = input.products.map((item) => {
+    const product = catalog.get(item.product_id);
+    if (!product) throw new ValidationError(`products: unknown product id "${item.product_id}".`);
+    return {
+      product_id: product.public_id,
+      name: product.name,
+      unit_price: Number(product.unit_price),
+      quantity: item.quantity ?? 1,
+    };
+  });
+  // A link no checkout could ever accept is refused now rather than at every customer's start.
+  const { gross } = linkTotals(lines, pricingMode, toBigInt(organization.tax_rate_bp));
+  const min = toBigInt(organization.min_payment);
+  const max = toBigInt(organization.max_payment);
+  if (gross < min || gross > max) {
+    throw new ValidationError(
+      `products: the link total ${formatAmount(gross)} ${currency} is outside the organization's payment limits (${formatAmount(min)} to ${formatAmount(max)}).`,
+    );
+  }
+
+  const stamp = now.toISOString();
+  const row = await store.insertLink(ctx.db, {
+    uuid: newUuid(),
+    organization_id: organizationId,
+    environment: 'production',
+    name,
+    currency,
+    pricing_mode: pricingMode,
+    products: JSON.stringify(lines),
+    expires_at: expiresAt,
+    max_uses: input.max_uses ?? null,
+    is_active: input.is_active === false ? 0 : 1,
+    metadata,
+    deleted_at: null,
+    created_at: stamp,
+    updated_at: stamp,
+  });
+  return presentLink(row, undefined, ctx.config.publicUrl, now);
+}
+
+export async function listLinks(ctx: AppContext, organizationId: number) {
+  const rows = await store.listLinks(ctx.db, organizationId);
+  const sales = await store.salesByLink(
+    ctx.db,
+    organizationId,
+    rows.map((row) => row.uuid),
+  );
+  const now = ctx.clock();
+  return rows.map((row) => presentLink(row, sales.get(row.uuid), ctx.config.publicUrl, now));
+}
+
+export async function getLink(ctx: AppContext, organizationId: number, id: string) {
+  return present(ctx, organizationId, await existingLink(ctx, organizationId, id));
+}
+
+export async function updateLink(
+  ctx: AppContext,
+  organizationId: number,
+  id: string,
+  input: UpdateLinkInput,
+) {
+  const existing = await existingLink(ctx, organizationId, id);
+  for (const field of Object.keys(input)) {
+    if (UPDATABLE.has(field)) continue;
+    if (FIXED_AT_CREATION.has(field))
+      throw new ValidationError(`${field}: cannot be changed after creation; create a new payment link.`);
+    if (READ_ONLY.has(field)) throw new ValidationError(`${field}: this field is read-only.`);
+    throw new ValidationError(`${field}: unknown field.`);
+  }
+  if (existing.deleted_at !== null) throw new ConflictError('This payment link has been deleted.');
+
+  const changes: Updateable<PaymentLinksTable> = { updated_at: ctx.clock().toISOString() };
+  if (input.name !== undefined) changes.name = cleanName(input.name);
+  if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
+  // A past expiry is allowed here: it is how a merchant expires a link now.
+  if (input.expires_at !== undefined) changes.expires_at = normalizeExpiry(input.expires_at);
+  if (input.metadata !== undefined) changes.metadata = serializeMetadata(input.metadata);
+
+  let row: PaymentLinkRow | undefined;
+  if (input.max_uses !== undefined && input.max_uses !== null) {
+    row = await store.updateLinkWithMaxUses(ctx.db, existing.id, input.max_uses, changes);
+    if (!row) {
+      const current = await store.findLink(ctx.db, organizationId, existing.uuid);
+      throw new ValidationError(
+        `max_uses: must be at least the number of checkouts already started (${current?.uses_count ?? existing.uses_count}).`,
+      );
+    }
+  } else {
+    if (input.max_uses === null) changes.max_uses = null;
+    row = await store.updateLink(ctx.db, existing.id, changes);
+  }
+  return present(ctx, organizationId, row);
+}
+
+export async function deleteLink(ctx: AppContext, organizationId: number, id: string): Promise<void> {
+  const existing = await existingLink(ctx, organizationId, id);
+  if (existing.deleted_at !== null) return;
+  const now = ctx.clock().toISOString();
+  await store.updateLink(ctx.db, existing.id, { deleted_at: now, is_active: 0, updated_at: now });
+}

@@ -1,0 +1,80 @@
+// transaction.status_changed: the one builder of its payload, and the one emitter. Call the emitter in
+// the transaction of the change; the webhook's `amount` is the net and `gross_amount` the gross.
+import type { Executor } from '../../db/database.ts';
+import { formatAmount, percentNumber, toBigInt } from '../../lib/money.ts';
+import type { Environment } from '../api-keys/table.ts';
+import { emitEvent } from '../events/emit.ts';
+import { presentAttempt } from './present.ts';
+import * as store from './store.ts';
+import type { PaymentRow } from './table.ts';
+
+/** The payload of a payment as it is now (also what a manual resend sends). */
+export async function transactionEventPayload(db: Executor, payment: PaymentRow) {
+  const [attempts, checkout] = await Promise.all([
+    store.attemptsOf(db, payment.id),
+    db
+      .selectFrom('checkout_sessions')
+      .select('public_id')
+      .where('id', '=', payment.checkout_session_id)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return {
+    transaction_id: payment.public_id,
+    order_id: checkout.public_id,
+    amount: formatAmount(toBigInt(payment.net)),
+    gross_amount: formatAmount(toBigInt(payment.gross)),
+    fee_percent: percentNumber(toBigInt(payment.fee_bp)),
+    status: payment.status,
+    currency: payment.currency,
+    depositAttempts: attempts.map(presentAttempt),
+    created_at: payment.created_at,
+    updated_at: payment.updated_at,
+  };
+}
+
+export async function emitPaymentEvent(trx: Executor, payment: PaymentRow, now: string): Promise<void> {
+  await emitEvent(trx, {
+    organizationId: payment.organization_id,
+    environment: payment.environment,
+    type: 'transaction.status_changed',
+    subject: payment.public_id,
+    payload: await transactionEventPayload(trx, payment),
+    now,
+  });
+}
+
+/** A checkout canceled before any card attempt: no payment, so no transaction id and no fee. */
+export async function emitCanceledCheckoutEvent(
+  trx: Executor,
+  checkout: {
+    organizationId: number;
+    environment: Environment;
+    publicId: string;
+    gross: bigint;
+    currency: string;
+    feeBp: bigint;
+    createdAt: string;
+  },
+  now: string,
+): Promise<void> {
+  const total = formatAmount(checkout.gross);
+  await emitEvent(trx, {
+    organizationId: checkout.organizationId,
+    environment: checkout.environment,
+    type: 'transaction.status_changed',
+    subject: checkout.publicId,
+    payload: {
+      transaction_id: null,
+      order_id: checkout.publicId,
+      amount: total,
+      gross_amount: total,
+      fee_percent: percentNumber(checkout.feeBp),
+      status: 'canceled',
+      currency: checkout.currency,
+      depositAttempts: [],
+      created_at: checkout.createdAt,
+      updated_at: now,
+    },
+    now,
+  });
+}

@@ -1,0 +1,43 @@
+// Payment endpoints. API keys (under /api and /sandbox/api): GET /transactions/{id}/.
+// Dashboard sessions: GET /api/payments/ and GET /api/payments/{id}/.
+// Public: POST /api/provider/webhooks/{provider}/ (the body only names ids to re-read from the provider).
+import { Type } from 'typebox';
+import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
+import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { type ListQuery, listPayments } from './list.ts';
+import { getPaymentForDashboard, getPaymentForKey } from './service.ts';
+import { handleProviderWebhook } from './sync.ts';
+
+const PaymentIdParam = Type.Object({ id: Type.String() });
+const ListQuerySchema = Type.Record(Type.String(), Type.String());
+
+export async function paymentApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
+  app.get(
+    '/transactions/:id/',
+    { preValidation: requireKey(['payments:read']), schema: { params: PaymentIdParam } },
+    async (request) =>
+      getPaymentForKey(ctx, apiKeyOf(request).organizationId, environment, request.params.id),
+  );
+}
+
+export async function paymentSessionRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preValidation', sessionAuth(ctx));
+
+  app.get('/payments/', { schema: { querystring: ListQuerySchema } }, async (request) =>
+    listPayments(ctx, sessionOf(request).organizationId, request.query as ListQuery),
+  );
+
+  app.get('/payments/:id/', { schema: { params: PaymentIdParam } }, async (request) =>
+    getPaymentForDashboard(ctx, sessionOf(request).organizationId, request.params.id),
+  );
+}
+
+export async function providerWebhookRoutes(app: App, { ctx }: RouteOptions) {
+  app.post(
+    '/provider/webhooks/:provider/',
+    {
+      schema: { params: Type.Object({ provider: Type.String() }) },
+    },
+    async (request) => handleProviderWebhook(ctx, request.params.provider, request.rawBody, request.headers),
+  );
+}

@@ -1,0 +1,136 @@
+// Payment queries. Lookups by id are scoped by organization (and by environment for API keys);
+// the few unscoped ones serve the provider sync, which starts from the provider's ids.
+import { isPostgres } from '../../db/connection.ts';
+import type { Executor } from '../../db/database.ts';
+import { isPublicId, parseNumericId } from '../../lib/ids.ts';
+import type { Environment } from '../api-keys/table.ts';
+import type { DepositAttemptRow, PaymentRow } from './table.ts';
+
+export interface PaymentScope {
+  organizationId: number;
+  /** null: the dashboard, which sees both environments. */
+  environment: Environment | null;
+}
+
+/** A payment by public TX id or numeric id, within the scope; undefined for anything else. */
+export async function findPayment(db: Executor, scope: PaymentScope, reference: string) {
+  const numeric = parseNumericId(reference);
+  if (numeric === null && !isPublicId('payment', reference)) return undefined;
+  let query = db.selectFrom('payments').selectAll().where('organization_id', '=', scope.organizationId);
+  if (scope.environment) query = query.where('environment', '=', scope.environment);
+  query = numeric === null ? query.where('public_id', '=', reference) : query.where('id', '=', numeric);
+  return query.executeTakeFirst();
+}
+
+/** The payment row, locked for the rest of the transaction on PostgreSQL (SQLite has one writer). */
+export async function lockPayment(trx: Executor, paymentId: number): Promise<PaymentRow | undefined> {
+  const query = trx.selectFrom('payments').selectAll().where('id', '=', paymentId);
+  return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst();
+}
+
+export function paymentOfCheckout(db: Executor, checkoutSessionId: number) {
+  return db
+    .selectFrom('payments')
+    .selectAll()
+    .where('checkout_session_id', '=', checkoutSessionId)
+    .executeTakeFirst();
+}
+
+/** Card attempts, newest first. */
+export function attemptsOf(db: Executor, paymentId: number): Promise<DepositAttemptRow[]> {
+  return db
+    .selectFrom('deposit_attempts')
+    .selectAll()
+    .where('payment_id', '=', paymentId)
+    .orderBy('attempted_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+export async function attemptsByPayment(db: Executor, paymentIds: number[]) {
+  const byPayment = new Map<number, DepositAttemptRow[]>();
+  if (paymentIds.length === 0) return byPayment;
+  const rows = await db
+    .selectFrom('deposit_attempts')
+    .selectAll()
+    .where('payment_id', 'in', paymentIds)
+    .orderBy('attempted_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+  for (const row of rows) {
+    const list = byPayment.get(row.payment_id) ?? [];
+    list.push(row);
+    byPayment.set(row.payment_id, list);
+  }
+  return byPayment;
+}
+
+export async function checkoutPublicIds(db: Executor, sessionIds: number[]) {
+  if (sessionIds.length === 0) return new Map<number, string>();
+  const rows = await db
+    .selectFrom('checkout_sessions')
+    .select(['id', 'public_id'])
+    .where('id', 'in', sessionIds)
+    .execute();
+  return new Map(rows.map((row) => [row.id, row.public_id]));
+}
+
+/**
+ * Payments whose provider state may still move (undecided ones, and paid ones whose deposit is unsettled),
+ * in id order after `afterId`, so a caller can cycle through all of them in batches.
+ */
+export function paymentsToSync(db: Executor, afterId: number, limit: number) {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'provider_payment_id'])
+    .where('id', '>', afterId)
+    .where('provider_payment_id', 'is not', null)
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', ['processing', 'pending']),
+        eb.and([
+          eb('deposit_status', '=', 'pending'),
+          eb('status', 'in', ['paid', 'refund_pending', 'refunded']),
+        ]),
+      ]),
+    )
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** Payments still taking card attempts whose checkout has expired (and no attempt is in flight). */
+export function expiredProcessingPayments(db: Executor, now: string, limit: number) {
+  return db
+    .selectFrom('payments')
+    .innerJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
+    .select('payments.id')
+    .where('payments.status', '=', 'processing')
+    .where('checkout_sessions.expires_at', '<=', now)
+    .where((eb) =>
+      eb.or([
+        eb('checkout_sessions.attempt_locked_until', 'is', null),
+        eb('checkout_sessions.attempt_locked_until', '<', now),
+      ]),
+    )
+    .limit(limit)
+    .execute();
+}
+
+export function paymentByProviderId(db: Executor, provider: string, providerPaymentId: string) {
+  return db
+    .selectFrom('payments')
+    .select(['id', 'provider_payment_id'])
+    .where('provider', '=', provider)
+    .where('provider_payment_id', '=', providerPaymentId)
+    .executeTakeFirst();
+}
+
+/** Whether the provider may still change this payment (undecided, or paid with the deposit unsettled). */
+export function mayStillMove(payment: PaymentRow): boolean {
+  if (payment.status === 'processing' || payment.status === 'pending') return true;
+  return (
+    payment.deposit_status === 'pending' &&
+    (payment.status === 'paid' || payment.status === 'refund_pending' || payment.status === 'refunded')
+  );
+}

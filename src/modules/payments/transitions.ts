@@ -1,0 +1,166 @@
+// Every change of a payment goes through one of these functions, inside the caller's transaction:
+// the row, its attempts, the settlement and the transaction.status_changed event move together.
+// Each one locks the row and re-reads it first, so concurrent callers apply an outcome once.
+import type { Executor } from '../../db/database.ts';
+import { newPublicId } from '../../lib/ids.ts';
+import { convert, percentOf, RATE_SCALE, toBigInt } from '../../lib/money.ts';
+import type { ProviderPaymentOutcome, ProviderPaymentState } from '../../provider/types.ts';
+import type { CheckoutSessionRow } from '../checkout/table.ts';
+import { settlePayment } from '../wallet/settlement.ts';
+import { type CardSummary, recordAttempts } from './attempts.ts';
+import { emitPaymentEvent } from './events.ts';
+import * as store from './store.ts';
+import type { PaymentRow, PaymentStatus } from './table.ts';
+
+/** Statuses of a payment that was paid: its deposit may still settle. */
+const PAID_STATUSES: readonly PaymentStatus[] = ['paid', 'refund_pending', 'refunded'];
+
+export interface NewPaymentTerms {
+  feeBp: bigint;
+  fxEurUsd: bigint;
+  provider: string;
+  items: { productId: string | null; name: string }[];
+}
+
+/** The first card attempt of a checkout creates its payment, processing; fee and FX are fixed here. */
+export async function openPayment(
+  trx: Executor,
+  session: CheckoutSessionRow,
+  terms: NewPaymentTerms,
+  now: string,
+): Promise<PaymentRow> {
+  const gross = toBigInt(session.gross);
+  const fee = percentOf(gross, terms.feeBp);
+  const net = gross - fee;
+  const fxRate = session.currency === 'EUR' ? terms.fxEurUsd : RATE_SCALE;
+  const payment = await trx
+    .insertInto('payments')
+    .values({
+      public_id: newPublicId('payment'),
+      organization_id: session.organization_id,
+      environment: session.environment,
+      checkout_session_id: session.id,
+      payment_link_id: session.payment_link_id,
+      status: 'processing',
+      currency: session.currency,
+      gross: Number(gross),
+      fee: Number(fee),
+      net: Number(net),
+      gross_ht: Number(session.subtotal_ht),
+      fee_bp: Number(terms.feeBp),
+      fx_rate: Number(fxRate),
+      net_usd: Number(convert(net, fxRate)),
+      payer_email: session.billing_email,
+      products: JSON.stringify(
+        terms.items.map((item, index) => ({ id: item.productId ?? `item_${index + 1}`, name: item.name })),
+      ),
+      provider: terms.provider,
+      provider_payment_id: null,
+      provider_refund_state: null,
+      deposit_status: null,
+      settled_at: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await emitPaymentEvent(trx, payment, now);
+  return payment;
+}
+
+/** Where a provider outcome takes a payment, or null when it does not move it. */
+export function nextStatus(current: PaymentStatus, outcome: ProviderPaymentOutcome): PaymentStatus | null {
+  if (current !== 'processing' && current !== 'pending') return null;
+  switch (outcome) {
+    case 'PAYMENT_SUCCESS':
+      return 'paid';
+    case 'PAYMENT_FAILED':
+      return 'failed';
+    case 'CANCELED':
+    case 'CHECKOUT_CANCELED':
+      return 'canceled';
+    case 'CHECKOUT_PENDING':
+      return current === 'processing' ? 'pending' : null;
+    case 'PROCESSING':
+      return null;
+  }
+}
+
+/**
+ * Applies what the provider says about a payment: new or changed attempts, the status move, the deposit,
+ * settlement once the payment is paid and its deposit succeeded, and one event if anything visible changed.
+ * Idempotent: applying the same (or an older) state again changes nothing.
+ */
+export async function applyProviderState(
+  trx: Executor,
+  paymentId: number,
+  state: ProviderPaymentState,
+  now: string,
+  card: CardSummary | null = null,
+): Promise<{ payment: PaymentRow; changed: boolean }> {
+  const payment = await store.lockPayment(trx, paymentId);
+  if (!payment) throw new Error(`payment ${paymentId} not found`);
+  if (payment.provider_payment_id !== null && payment.provider_payment_id !== state.providerPaymentId) {
+    throw new Error(`payment ${payment.public_id}: provider payment id mismatch`);
+  }
+  const attemptsChanged = await recordAttempts(trx, payment, state.attempts, card);
+  const status = nextStatus(payment.status, state.outcome);
+  const nowPaid = PAID_STATUSES.includes(status ?? payment.status);
+  let deposit = payment.deposit_status;
+  if (nowPaid && state.outcome === 'PAYMENT_SUCCESS' && deposit !== 'succeeded') {
+    deposit = state.depositStatus ?? 'succeeded';
+  }
+  const visible = status !== null || attemptsChanged;
+  const quiet =
+    deposit !== payment.deposit_status ||
+    state.refundState !== payment.provider_refund_state ||
+    payment.provider_payment_id === null;
+  if (!visible && !quiet) return { payment, changed: false };
+  let updated = await trx
+    .updateTable('payments')
+    .set({
+      status: status ?? payment.status,
+      deposit_status: deposit,
+      provider_payment_id: state.providerPaymentId,
+      provider_refund_state: state.refundState,
+      updated_at: visible ? now : payment.updated_at,
+    })
+    .where('id', '=', payment.id)
+    .where('status', '=', payment.status)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  if (nowPaid && updated.deposit_status === 'succeeded' && updated.settled_at === null) {
+    await settlePayment(trx, updated, now);
+    await trx
+      .updateTable('payments')
+      .set({ settled_at: now })
+      .where('id', '=', updated.id)
+      .where('settled_at', 'is', null)
+      .execute();
+    updated = (await store.lockPayment(trx, updated.id)) ?? updated;
+  }
+  if (visible) await emitPaymentEvent(trx, updated, now);
+  return { payment: updated, changed: visible };
+}
+
+/** A simple status move (customer cancel, checkout expiry) from one expected status, with its event. */
+export async function movePayment(
+  trx: Executor,
+  paymentId: number,
+  from: PaymentStatus,
+  to: PaymentStatus,
+  now: string,
+): Promise<PaymentRow | null> {
+  const payment = await store.lockPayment(trx, paymentId);
+  if (!payment || payment.status !== from) return null;
+  const updated = await trx
+    .updateTable('payments')
+    .set({ status: to, updated_at: now })
+    .where('id', '=', payment.id)
+    .where('status', '=', from)
+    .returningAll()
+    .executeTakeFirst();
+  if (!updated) return null;
+  await emitPaymentEvent(trx, updated, now);
+  return updated;
+}

@@ -1,0 +1,41 @@
+// Session endpoints GET/POST /api/payouts/ (?environment=sandbox for the sandbox wallet).
+import { Type } from 'typebox';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { ValidationError } from '../../http/errors.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { param } from '../refunds/pagination.ts';
+import { parsePositiveAmount } from '../refunds/schemas.ts';
+import { createPayout, listPayouts } from './service.ts';
+
+const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
+
+function environmentOf(query: unknown) {
+  const value = param((query ?? {}) as Record<string, unknown>, 'environment');
+  if (value === undefined || value === '' || value === 'production') return 'production';
+  if (value === 'sandbox') return 'sandbox';
+  throw new ValidationError('environment: must be one of production, sandbox.');
+}
+
+export async function payoutRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preHandler', sessionAuth(ctx));
+
+  app.get('/payouts/', async (request) =>
+    listPayouts(ctx.db, sessionOf(request).organizationId, environmentOf(request.query), request),
+  );
+
+  app.post(
+    '/payouts/',
+    { schema: { body: Type.Object({ amount: Type.Unknown(), environment: Type.Optional(Environment) }) } },
+    async (request, reply) => {
+      const principal = sessionOf(request);
+      const environment = request.body.environment ?? environmentOf(request.query);
+      const payout = await createPayout(
+        ctx,
+        principal.organizationId,
+        environment,
+        parsePositiveAmount('amount', request.body.amount),
+      );
+      return reply.code(201).send(payout);
+    },
+  );
+}

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  assertPaymentRefundable,
+  providerMarkBlocks,
+  type RefundablePayment,
+  refundAmounts,
+  walletLimit,
+} from './eligibility.ts';
+
+const eur: RefundablePayment = {
+  status: 'paid',
+  providerRefundState: null,
+  currency: 'EUR',
+  gross: 10_000n,
+  grossHt: 8_333n,
+  netUsd: 10_487n,
+  refundedAmount: 0n,
+  refundedHt: 0n,
+};
+const rich = { balance: 1_000_000n, reserve: 0n, held: 0n };
+
+test('the hold is the refund share of net_usd, half-up; the provider amount is its HT share, half-up', () => {
+  assert.deepEqual(refundAmounts(eur, rich, 5_000n), {
+    amount: 5_000n,
+    amountUsd: 5_244n,
+    amountInCents: 4_167n,
+  });
+  assert.deepEqual(refundAmounts(eur, rich, null), {
+    amount: 10_000n,
+    amountUsd: 10_487n,
+    amountInCents: 8_333n,
+  });
+});
+
+test('the HT amount is capped at what the provider has left after completed refunds', () => {
+  const half = { ...eur, refundedAmount: 5_000n, refundedHt: 4_167n };
+  assert.equal(refundAmounts(half, rich, null).amountInCents, 4_166n);
+});
+
+test('the wallet limit converts what is available into the charge currency, rounded down', () => {
+  assert.equal(walletLimit(eur, { balance: 5_244n, reserve: 0n, held: 0n }), 5_000n);
+  assert.equal(walletLimit(eur, { balance: 5_243n, reserve: 0n, held: 0n }), 4_999n);
+  assert.equal(walletLimit(eur, { balance: 100n, reserve: 50n, held: 150n }), 0n);
+  // A hold inside the limit never exceeds what is available.
+  const limit = walletLimit(eur, { balance: 5_243n, reserve: 0n, held: 0n });
+  assert.ok(refundAmounts(eur, { balance: 5_243n, reserve: 0n, held: 0n }, limit).amountUsd <= 5_243n);
+});
+
+test('the rules are checked in the interface order, with the decisions message prefixes', () => {
+  const refusal = (payment: RefundablePayment, inFlight: boolean) => {
+    try {
+      assertPaymentRefundable(payment, inFlight);
+      return null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  assert.equal(refusal({ ...eur, status: 'failed' }, true), 'Payment is not refundable in status failed.');
+  assert.equal(refusal({ ...eur, status: 'refunded' }, false), 'Payment has already been refunded.');
+  assert.equal(
+    refusal({ ...eur, providerRefundState: 'FULLY_REFUNDED' }, true),
+    'Payment has already been refunded.',
+  );
+  assert.equal(
+    refusal({ ...eur, status: 'refund_pending' }, true),
+    'A refund is already in progress for this payment.',
+  );
+  assert.equal(refusal({ ...eur, refundedAmount: 10_000n }, false), 'Payment has already been refunded.');
+  assert.equal(refusal(eur, false), null);
+  assert.throws(
+    () => refundAmounts(eur, rich, 10_001n),
+    /^Error: Refund amount exceeds remaining refundable amount \(100\.00 EUR remaining\)\.$/,
+  );
+  assert.throws(
+    () => refundAmounts(eur, { balance: 0n, reserve: 0n, held: 0n }, 1n),
+    /Insufficient wallet balance to refund any amount/,
+  );
+  assert.throws(
+    () => refundAmounts(eur, { balance: 5_244n, reserve: 0n, held: 0n }, null),
+    /Refund amount exceeds wallet-available limit \(at most 50\.00 EUR can be refunded now\)/,
+  );
+});
+
+test('a provider PARTIAL_REFUNDED mark blocks only refunds Kassa did not make itself', () => {
+  const marked = { ...eur, providerRefundState: 'PARTIAL_REFUNDED' };
+  assert.equal(providerMarkBlocks(marked, false), true);
+  assert.equal(providerMarkBlocks({ ...marked, refundedAmount: 1_000n }, false), false);
+  assert.equal(providerMarkBlocks(marked, true), false);
+  assert.equal(
+    providerMarkBlocks({ ...eur, providerRefundState: 'FULLY_REFUNDED', refundedAmount: 1n }, false),
+    true,
+  );
+});

@@ -1,0 +1,102 @@
+// The refund rules, as pure arithmetic over a payment and its wallet: in the interface's order, with
+// the exact message prefixes of the decisions. No I/O here, so every rule is unit-tested directly.
+import { ValidationError } from '../../http/errors.ts';
+import { formatAmount, mulDivFloor, mulDivHalfUp } from '../../lib/money.ts';
+import type { PaymentStatus } from '../payments/table.ts';
+import { availableOf, type Buckets } from '../wallet/ledger.ts';
+
+export class RefundError extends ValidationError {}
+
+export interface RefundablePayment {
+  status: PaymentStatus;
+  providerRefundState: string | null;
+  currency: string;
+  /** Minor units of the charge currency. */
+  gross: bigint;
+  grossHt: bigint;
+  netUsd: bigint;
+  refundedAmount: bigint;
+  /** Sum of amount_in_cents of this payment's completed refunds: what the provider already refunded. */
+  refundedHt: bigint;
+}
+
+export interface RefundAmounts {
+  /** Charge currency, TTC. */
+  amount: bigint;
+  /** The wallet hold: amount / gross × net_usd, half-up. */
+  amountUsd: bigint;
+  /** Sent to the provider, HT basis: amount × gross_ht / gross, half-up. */
+  amountInCents: bigint;
+}
+
+export const REFUND_IN_PROGRESS = 'A refund is already in progress for this payment.';
+export const ALREADY_REFUNDED = 'Payment has already been refunded.';
+
+/** What is left to refund: the gross less completed refunds. */
+export function refundableRemainder(payment: RefundablePayment): bigint {
+  const remaining = payment.gross - payment.refundedAmount;
+  return remaining > 0n ? remaining : 0n;
+}
+
+/** The most the wallet can cover, in the charge currency: wallet_available × gross / net_usd, rounded down. */
+export function walletLimit(payment: RefundablePayment, wallet: Buckets): bigint {
+  const available = availableOf(wallet);
+  if (available <= 0n) return 0n;
+  if (payment.netUsd <= 0n) return refundableRemainder(payment);
+  return mulDivFloor(available, payment.gross, payment.netUsd);
+}
+
+/**
+ * Rule 2, read as meant: the provider's mark blocks refunds made outside Kassa. The provider also
+ * marks the payment after Kassa's own refunds (PARTIAL_REFUNDED), which must not block the next
+ * partial refund; so a PARTIAL_REFUNDED mark counts only when Kassa has refunded nothing itself.
+ */
+export function providerMarkBlocks(payment: RefundablePayment, refundInFlight: boolean): boolean {
+  if (payment.providerRefundState === 'FULLY_REFUNDED') return true;
+  if (!payment.providerRefundState) return false;
+  return payment.refundedAmount === 0n && !refundInFlight;
+}
+
+/** Rules 1–3: status, provider marks, nothing in flight, something left. Checked before the wallet. */
+export function assertPaymentRefundable(payment: RefundablePayment, refundInFlight: boolean): void {
+  if (payment.status === 'refunded') throw new RefundError(ALREADY_REFUNDED);
+  if (payment.status !== 'paid' && payment.status !== 'refund_pending') {
+    throw new RefundError(`Payment is not refundable in status ${payment.status}.`);
+  }
+  if (providerMarkBlocks(payment, refundInFlight)) throw new RefundError(ALREADY_REFUNDED);
+  if (refundInFlight) throw new RefundError(REFUND_IN_PROGRESS);
+  if (refundableRemainder(payment) <= 0n) throw new RefundError(ALREADY_REFUNDED);
+}
+
+/**
+ * Rules 3–4 for a requested amount (null = the whole remainder): at most the remainder, and at most
+ * what the wallet covers. Returns the amounts to record.
+ */
+export function refundAmounts(
+  payment: RefundablePayment,
+  wallet: Buckets,
+  requested: bigint | null,
+): RefundAmounts {
+  const remaining = refundableRemainder(payment);
+  const amount = requested ?? remaining;
+  if (amount > remaining) {
+    throw new RefundError(
+      `Refund amount exceeds remaining refundable amount (${formatAmount(remaining)} ${payment.currency} remaining).`,
+    );
+  }
+  const limit = walletLimit(payment, wallet);
+  if (limit <= 0n) throw new RefundError('Insufficient wallet balance to refund any amount.');
+  if (amount > limit) {
+    throw new RefundError(
+      `Refund amount exceeds wallet-available limit (at most ${formatAmount(limit)} ${payment.currency} can be refunded now).`,
+    );
+  }
+  const amountInCents = mulDivHalfUp(amount, payment.grossHt, payment.gross);
+  // Rounding each partial refund half-up could ask the provider for a cent more HT than is left.
+  const htLeft = payment.grossHt - payment.refundedHt;
+  return {
+    amount,
+    amountUsd: mulDivHalfUp(amount, payment.netUsd, payment.gross),
+    amountInCents: amountInCents > htLeft && htLeft >= 0n ? htLeft : amountInCents,
+  };
+}

@@ -1,0 +1,77 @@
+// GET /refunds/: filters, search, ordering and pages over one organization's refunds of one environment.
+import type { FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
+import type { Executor } from '../../db/database.ts';
+import { ValidationError } from '../../http/errors.ts';
+import { formatAmount, toBigInt } from '../../lib/money.ts';
+import {
+  containsPattern,
+  isoParam,
+  orderingParam,
+  pageRequest,
+  paginated,
+  param,
+  type Query,
+} from './pagination.ts';
+import * as store from './store.ts';
+import type { RefundStatus } from './table.ts';
+
+const STATUSES: readonly RefundStatus[] = ['pending', 'processing', 'completed', 'failed', 'rejected'];
+const ORDERING = ['created_at', 'amount', 'status'] as const;
+
+/** The Refund object of the interface. */
+export function presentRefund(refund: store.RefundWithPayment) {
+  return {
+    id: refund.public_id,
+    transaction_id: refund.payment_public_id,
+    amount: formatAmount(toBigInt(refund.amount)),
+    currency: refund.currency,
+    amount_in_cents: Number(refund.amount_in_cents),
+    amount_usd: formatAmount(toBigInt(refund.amount_usd)),
+    reason: refund.reason,
+    status: refund.status,
+    created_at: refund.created_at,
+    updated_at: refund.updated_at,
+  };
+}
+
+export async function listRefunds(db: Executor, scope: store.Scope, request: FastifyRequest) {
+  const query = (request.query ?? {}) as Query;
+  const status = param(query, 'status');
+  if (status !== undefined && status !== '' && !(STATUSES as readonly string[]).includes(status)) {
+    throw new ValidationError(`status: must be one of ${STATUSES.join(', ')}.`);
+  }
+  const createdFrom = isoParam(query, 'created_at__gte');
+  const createdTo = isoParam(query, 'created_at__lte');
+  const search = param(query, 'search')?.trim();
+  if (search !== undefined && search.length > 200)
+    throw new ValidationError('search: must be at most 200 characters.');
+  const ordering = orderingParam(query, ORDERING, '-created_at');
+  const page = pageRequest(query);
+
+  let filtered = store.selectRefunds(db).where('refunds.organization_id', '=', scope.organizationId);
+  if (scope.environment) filtered = filtered.where('refunds.environment', '=', scope.environment);
+  if (status) filtered = filtered.where('refunds.status', '=', status as RefundStatus);
+  if (createdFrom) filtered = filtered.where('refunds.created_at', '>=', createdFrom);
+  if (createdTo) filtered = filtered.where('refunds.created_at', '<=', createdTo);
+  if (search) {
+    const pattern = containsPattern(search);
+    filtered = filtered.where((eb) =>
+      eb.or([
+        eb(sql`lower(payments.public_id)`, 'like', sql`${pattern} escape '\\'`),
+        eb(sql`lower(refunds.reason)`, 'like', sql`${pattern} escape '\\'`),
+      ]),
+    );
+  }
+  const counted = await filtered
+    .clearSelect()
+    .select((eb) => eb.fn.countAll<number | string>().as('count'))
+    .executeTakeFirstOrThrow();
+  const rows = await filtered
+    .orderBy(`refunds.${ordering.field}`, ordering.direction)
+    .orderBy('refunds.id', ordering.direction)
+    .limit(page.pageSize)
+    .offset((page.page - 1) * page.pageSize)
+    .execute();
+  return paginated(request, page, Number(counted.count), rows.map(presentRefund));
+}

@@ -1,0 +1,101 @@
+// Refund endpoints. API keys (under /api and /sandbox/api): POST /transactions/{id}/refund/,
+// GET /refunds/, GET /refunds/{id}/. Dashboard sessions: POST /api/refunds/verification-code/ and
+// POST /api/refunds/ (which answers 405 to an API key, as GET /refunds/ on that path is theirs).
+import type { FastifyRequest } from 'fastify';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { MethodNotAllowedError, NotFoundError } from '../../http/errors.ts';
+import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { listRefunds, presentRefund } from './list.ts';
+import {
+  ApiRefundBody,
+  DashboardRefundBody,
+  parseReason,
+  parseRefundAmount,
+  RefundIdParam,
+} from './schemas.ts';
+import { createRefund } from './service.ts';
+import * as store from './store.ts';
+import { checkVerificationCode, consumeVerificationCode, issueVerificationCode } from './verification.ts';
+
+const WRITE = ['refunds:write', 'payments:write'] as const;
+const READ = ['refunds:read', 'payments:read'] as const;
+
+function carriesApiKey(request: FastifyRequest): boolean {
+  return /^api-key\s/i.test(request.headers.authorization ?? '') || request.headers['api-key'] !== undefined;
+}
+
+/** POST /refunds/ is for the dashboard only: an API key gets 405, whatever the base path. */
+async function refuseApiKeys(request: FastifyRequest) {
+  if (carriesApiKey(request)) throw new MethodNotAllowedError(request.method, ['GET']);
+}
+
+export async function refundApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
+  app.post(
+    '/transactions/:id/refund/',
+    { preValidation: requireKey(WRITE), schema: { params: RefundIdParam, body: ApiRefundBody } },
+    async (request) => {
+      const principal = request.principal;
+      if (principal?.kind !== 'api_key') throw new NotFoundError('Payment not found.');
+      const amount = parseRefundAmount(request.body.amount);
+      return createRefund(
+        ctx,
+        { organizationId: principal.organizationId, environment },
+        { transactionId: request.params.id, amount, reason: parseReason(request.body.reason), source: 'api' },
+      );
+    },
+  );
+
+  app.get('/refunds/', { preValidation: requireKey(READ) }, async (request) => {
+    const principal = request.principal;
+    if (principal?.kind !== 'api_key') throw new NotFoundError();
+    return listRefunds(ctx.db, { organizationId: principal.organizationId, environment }, request);
+  });
+
+  app.get(
+    '/refunds/:id/',
+    { preValidation: requireKey(READ), schema: { params: RefundIdParam } },
+    async (request) => {
+      const principal = request.principal;
+      if (principal?.kind !== 'api_key') throw new NotFoundError('Refund not found.');
+      const refund = await store.findRefund(
+        ctx.db,
+        { organizationId: principal.organizationId, environment },
+        request.params.id,
+      );
+      if (!refund) throw new NotFoundError('Refund not found.');
+      return presentRefund(refund);
+    },
+  );
+
+  // Under /api this path's POST belongs to the dashboard route below; the sandbox has no dashboard.
+  if (environment === 'sandbox') {
+    app.post('/refunds/', async (request) => {
+      throw new MethodNotAllowedError(request.method, ['GET']);
+    });
+  }
+}
+
+export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
+  const requireSession = sessionAuth(ctx);
+
+  app.post('/refunds/verification-code/', { preValidation: requireSession }, async (request, reply) =>
+    reply.code(202).send(await issueVerificationCode(ctx, sessionOf(request))),
+  );
+
+  app.post(
+    '/refunds/',
+    { onRequest: refuseApiKeys, preValidation: requireSession, schema: { body: DashboardRefundBody } },
+    async (request) => {
+      const principal = sessionOf(request);
+      const reason = parseReason(request.body.reason);
+      const amount = parseRefundAmount(request.body.amount);
+      const codeId = await checkVerificationCode(ctx, principal, request.body.verification_code);
+      return createRefund(
+        ctx,
+        { organizationId: principal.organizationId, environment: null },
+        { transactionId: String(request.body.transaction_id), amount, reason, source: 'dashboard' },
+        (trx) => consumeVerificationCode(trx, codeId, ctx.clock().toISOString()),
+      );
+    },
+  );
+}

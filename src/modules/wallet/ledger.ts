@@ -1,0 +1,151 @@
+// The ledger core: lock a wallet, post a movement (entries summing to zero) and apply its bucket
+// deltas to the wallet row in the same transaction. Every money change of the wallet goes through here.
+import { sql } from 'kysely';
+import { isPostgres } from '../../db/connection.ts';
+import type { Executor } from '../../db/database.ts';
+import { toBigInt } from '../../lib/money.ts';
+import type { Environment } from '../api-keys/table.ts';
+import type { LedgerAccount, MovementKind, WalletRow } from './table.ts';
+
+export interface Buckets {
+  balance: bigint;
+  reserve: bigint;
+  held: bigint;
+}
+
+export interface LockedWallet extends Buckets {
+  id: number;
+  organizationId: number;
+  environment: Environment;
+}
+
+export function bucketsOf(row: Pick<WalletRow, 'balance' | 'reserve' | 'held'>): Buckets {
+  return { balance: toBigInt(row.balance), reserve: toBigInt(row.reserve), held: toBigInt(row.held) };
+}
+
+/** balance + reserve − held: what refunds may still draw on. */
+export function availableOf(buckets: Buckets): bigint {
+  return buckets.balance + buckets.reserve - buckets.held;
+}
+
+/**
+ * The wallet of an organization and environment, created on first use, and locked for the rest of
+ * the transaction on PostgreSQL (FOR UPDATE). SQLite serialises whole transactions already.
+ */
+export async function lockWallet(
+  trx: Executor,
+  organizationId: number,
+  environment: Environment,
+  now: string,
+): Promise<LockedWallet> {
+  await trx
+    .insertInto('wallets')
+    .values({
+      organization_id: organizationId,
+      environment,
+      currency: 'USD',
+      balance: 0,
+      reserve: 0,
+      held: 0,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.columns(['organization_id', 'environment']).doNothing())
+    .execute();
+  const query = trx
+    .selectFrom('wallets')
+    .selectAll()
+    .where('organization_id', '=', organizationId)
+    .where('environment', '=', environment);
+  const row = await (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
+  return { id: row.id, organizationId, environment, ...bucketsOf(row) };
+}
+
+export interface NewMovement {
+  kind: MovementKind;
+  referenceId: number;
+  referencePublicId: string;
+  amount: bigint;
+  entries: Partial<Record<LedgerAccount, bigint>>;
+  now: string;
+}
+
+export class UnbalancedMovementError extends Error {}
+
+const BUCKETS = ['balance', 'reserve', 'held'] as const;
+
+/**
+ * Posts a movement on a locked wallet. Returns null (and changes nothing) when this kind of movement
+ * was already posted for the reference: each settlement, hold, release and debit happens once.
+ * The wallet passed in is updated in place to the new bucket values.
+ */
+export async function postMovement(
+  trx: Executor,
+  wallet: LockedWallet,
+  movement: NewMovement,
+): Promise<number | null> {
+  const entries = Object.entries(movement.entries).filter(([, amount]) => amount !== 0n) as [
+    LedgerAccount,
+    bigint,
+  ][];
+  const sum = entries.reduce((total, [, amount]) => total + amount, 0n);
+  if (sum !== 0n) throw new UnbalancedMovementError(`${movement.kind} entries sum to ${sum}, not 0`);
+  const inserted = await trx
+    .insertInto('wallet_movements')
+    .values({
+      wallet_id: wallet.id,
+      kind: movement.kind,
+      reference_id: movement.referenceId,
+      reference_public_id: movement.referencePublicId,
+      amount: Number(movement.amount),
+      created_at: movement.now,
+    })
+    .onConflict((oc) => oc.columns(['kind', 'reference_id']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) return null;
+  if (entries.length > 0) {
+    await trx
+      .insertInto('wallet_entries')
+      .values(
+        entries.map(([account, amount]) => ({
+          movement_id: inserted.id,
+          wallet_id: wallet.id,
+          account,
+          amount: Number(amount),
+          created_at: movement.now,
+        })),
+      )
+      .execute();
+  }
+  const delta = (bucket: (typeof BUCKETS)[number]) => movement.entries[bucket] ?? 0n;
+  if (BUCKETS.some((bucket) => delta(bucket) !== 0n)) {
+    // Relative updates: the CHECK constraints refuse any result below zero or an uncovered hold.
+    await trx
+      .updateTable('wallets')
+      .set({
+        balance: sql`balance + ${Number(delta('balance'))}`,
+        reserve: sql`reserve + ${Number(delta('reserve'))}`,
+        held: sql`held + ${Number(delta('held'))}`,
+        updated_at: movement.now,
+      })
+      .where('id', '=', wallet.id)
+      .execute();
+    wallet.balance += delta('balance');
+    wallet.reserve += delta('reserve');
+    wallet.held += delta('held');
+  }
+  return inserted.id;
+}
+
+/** The held amount is taken from the balance first, then the reserve. */
+export function splitDebit(wallet: Buckets, amount: bigint): { balance: bigint; reserve: bigint } {
+  const fromBalance = lesserOf(amount, wallet.balance);
+  return { balance: fromBalance, reserve: amount - fromBalance };
+}
+
+/** The smaller of two amounts (Math.min does not take bigints). */
+export function lesserOf(a: bigint, b: bigint): bigint {
+  if (a < b) return a;
+  return b;
+}

@@ -1,0 +1,128 @@
+// The delivery log: what was sent to the merchant's endpoint, each attempt's outcome, and manual
+// redelivery (a new delivery with a new delivery id, for the same event and payload).
+import type { AppContext } from '../../context.ts';
+import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { isUuid, newUuid } from '../../lib/ids.ts';
+import type { EventType } from '../events/emit.ts';
+import { type PageRequest, pageBody } from './pagination.ts';
+import * as store from './store.ts';
+import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow } from './table.ts';
+
+export const DELIVERY_STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed'];
+export const EVENT_TYPES: EventType[] = [
+  'transaction.status_changed',
+  'refund.status_changed',
+  'payout.status_changed',
+  'webhook.test',
+];
+
+function presentDelivery(row: WebhookDeliveryRow, redeliveryOf: string | null) {
+  return {
+    id: row.delivery_id,
+    event: row.event_type,
+    event_id: row.event_id,
+    subject: row.subject,
+    livemode: row.environment === 'production',
+    status: row.status,
+    attempt_count: row.attempt_count,
+    next_attempt_at: row.status === 'pending' ? row.next_attempt_at : null,
+    last_response_status: row.last_response_status,
+    last_error: row.last_error,
+    redelivery_of: redeliveryOf,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    delivered_at: row.delivered_at,
+  };
+}
+
+function presentAttempt(row: WebhookAttemptRow) {
+  return {
+    attempt: row.attempt,
+    attempted_at: row.attempted_at,
+    url: row.url,
+    response_status: row.response_status,
+    duration_ms: row.duration_ms,
+    error: row.error,
+    response_body: row.response_body,
+  };
+}
+
+async function redeliveryIds(ctx: AppContext, rows: WebhookDeliveryRow[]) {
+  const ids = [...new Set(rows.flatMap((row) => (row.redelivery_of === null ? [] : [row.redelivery_of])))];
+  const found = await store.deliveryIdsByNumericId(ctx.db, ids);
+  return new Map(found.map((row) => [row.id, row.delivery_id]));
+}
+
+export interface DeliveryQuery {
+  status?: string;
+  event?: string;
+}
+
+export async function listDeliveries(
+  ctx: AppContext,
+  organizationId: number,
+  query: DeliveryQuery,
+  page: PageRequest,
+  base: string,
+) {
+  const status = query.status || undefined;
+  const event = query.event || undefined;
+  if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryStatus)) {
+    throw new ValidationError(`status: must be one of ${DELIVERY_STATUSES.join(', ')}.`);
+  }
+  if (event !== undefined && !EVENT_TYPES.includes(event as EventType)) {
+    throw new ValidationError(`event: must be one of ${EVENT_TYPES.join(', ')}.`);
+  }
+  const filter = { status: status as DeliveryStatus | undefined, event };
+  const [count, rows] = await Promise.all([
+    store.countDeliveries(ctx.db, organizationId, filter),
+    store.listDeliveries(ctx.db, organizationId, filter, page),
+  ]);
+  const originals = await redeliveryIds(ctx, rows);
+  const results = rows.map((row) =>
+    presentDelivery(row, row.redelivery_of === null ? null : (originals.get(row.redelivery_of) ?? null)),
+  );
+  return pageBody(page, count, results, {
+    base,
+    query: { status, event, page_size: String(page.pageSize) },
+  });
+}
+
+async function findOwned(ctx: AppContext, organizationId: number, id: string) {
+  const row = isUuid(id) ? await store.findDelivery(ctx.db, organizationId, id.toLowerCase()) : undefined;
+  if (!row) throw new NotFoundError('Delivery not found.');
+  return row;
+}
+
+export async function getDelivery(ctx: AppContext, organizationId: number, id: string) {
+  const row = await findOwned(ctx, organizationId, id);
+  const [attempts, event, originals] = await Promise.all([
+    store.listAttempts(ctx.db, row.id),
+    store.eventPayload(ctx.db, organizationId, row.event_id),
+    redeliveryIds(ctx, [row]),
+  ]);
+  return {
+    ...presentDelivery(row, row.redelivery_of === null ? null : (originals.get(row.redelivery_of) ?? null)),
+    payload: event ? (JSON.parse(event.payload) as unknown) : null,
+    attempts: attempts.map(presentAttempt),
+  };
+}
+
+/** A new delivery of the same event: new delivery id, full retry schedule, sent at once. */
+export async function redeliver(ctx: AppContext, organizationId: number, id: string) {
+  const original = await findOwned(ctx, organizationId, id);
+  if (!(await store.findEndpoint(ctx.db, organizationId))) {
+    throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
+  }
+  const row = await store.insertDelivery(ctx.db, {
+    deliveryId: newUuid(),
+    organizationId,
+    eventId: original.event_id,
+    eventType: original.event_type,
+    environment: original.environment,
+    subject: original.subject,
+    redeliveryOf: original.id,
+    now: ctx.clock().toISOString(),
+  });
+  return { ...presentDelivery(row, original.delivery_id), attempts: [] };
+}

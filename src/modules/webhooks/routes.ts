@@ -1,0 +1,105 @@
+// Session endpoints under /api/organization/webhook/, and the public test receiver
+// POST /api/v1/webhooks/{slug}/.
+import type { FastifyRequest } from 'fastify';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { getDelivery, listDeliveries, redeliver } from './deliveries.ts';
+import { parsePage } from './pagination.ts';
+import { listReceived, RECEIVER_BODY_LIMIT, receive } from './receiver.ts';
+import {
+  DeliveryParamsSchema,
+  ListDeliveriesSchema,
+  ListReceivedSchema,
+  PutEndpointSchema,
+  ReceiverSchema,
+  TestTransactionSchema,
+  webhookTags as tags,
+} from './schemas.ts';
+import { getEndpoint, putEndpoint, resendTransaction, rotateSecret, sendTestEvent } from './service.ts';
+
+const BASE = '/organization/webhook';
+
+async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preHandler', sessionAuth(ctx));
+  const org = (request: FastifyRequest) => sessionOf(request).organizationId;
+  const link = (path: string) => `${ctx.config.publicUrl}/api${BASE}${path}`;
+
+  app.get(
+    `${BASE}/`,
+    { schema: { tags, summary: 'The webhook endpoint and a preview of its secret' } },
+    async (request) => getEndpoint(ctx, org(request)),
+  );
+  app.put(`${BASE}/`, { schema: PutEndpointSchema }, async (request) =>
+    putEndpoint(ctx, org(request), request.body.endpoint_url),
+  );
+  app.post(
+    `${BASE}/rotate/`,
+    { schema: { tags, summary: 'New signing secret, returned once' } },
+    async (request) => rotateSecret(ctx, org(request)),
+  );
+  app.post(
+    `${BASE}/test/`,
+    { schema: { tags, summary: 'Send a webhook.test event' } },
+    async (request, reply) => reply.code(202).send(await sendTestEvent(ctx, org(request))),
+  );
+  app.post(
+    `${BASE}/test-transaction/`,
+    {
+      schema: TestTransactionSchema,
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const reference = request.body.transaction_id;
+      const sent = await resendTransaction(
+        ctx,
+        org(request),
+        reference === undefined ? undefined : String(reference),
+      );
+      return reply.code(202).send(sent);
+    },
+  );
+
+  app.get(`${BASE}/deliveries/`, { schema: ListDeliveriesSchema }, async (request) =>
+    listDeliveries(ctx, org(request), request.query, parsePage(request.query), link('/deliveries/')),
+  );
+  app.get(`${BASE}/deliveries/:id/`, { schema: DeliveryParamsSchema }, async (request) =>
+    getDelivery(ctx, org(request), request.params.id),
+  );
+  app.post(`${BASE}/deliveries/:id/redeliver/`, { schema: DeliveryParamsSchema }, async (request, reply) =>
+    reply.code(201).send(await redeliver(ctx, org(request), request.params.id)),
+  );
+  app.get(`${BASE}/received/`, { schema: ListReceivedSchema }, async (request) =>
+    listReceived(ctx, org(request), parsePage(request.query), link('/received/')),
+  );
+}
+
+async function receiverRoutes(app: App, { ctx }: RouteOptions) {
+  const limits = ctx.config.rateLimits;
+  const limiter = new FixedWindowLimiter(limits.publicPerWindow, limits.publicWindowMs, ctx.clock);
+  app.addHook('onRequest', async (request, reply) => {
+    applyRateLimit(reply, limiter.hit(request.ip), 'Too many requests. Try again later.');
+  });
+  // Any content type, kept as the exact bytes received.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer', bodyLimit: RECEIVER_BODY_LIMIT },
+    (_request, body, done) => done(null, body),
+  );
+  app.post(
+    '/v1/webhooks/:slug/',
+    { schema: ReceiverSchema, bodyLimit: RECEIVER_BODY_LIMIT },
+    async (request) => {
+      const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      return receive(ctx, request.params.slug, request.headers, body);
+    },
+  );
+}
+
+export async function webhookRoutes(app: App, options: RouteOptions) {
+  await app.register(dashboardRoutes, options);
+  await app.register(receiverRoutes, options);
+}

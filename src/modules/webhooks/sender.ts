@@ -1,0 +1,170 @@
+// One HTTP attempt: POST the exact body over a keep-alive agent, no redirects followed, a hard
+// timeout, and (in production) only to public addresses. Never throws: the outcome is data.
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { BlockedAddressError, guardedLookup, isNonPublicAddress } from './ssrf.ts';
+
+export interface AttemptOutcome {
+  /** The response status, or null when no response arrived. */
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+  retryAfter: string | null;
+  /** The first kilobyte of a non-2xx response body. */
+  responseBody: string | null;
+}
+
+const KEEP_BODY = 1024;
+const MAX_READ = 64 * 1024;
+
+export function isSuccess(outcome: AttemptOutcome): boolean {
+  return outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+}
+
+function describe(error: unknown, timeoutMs: number, timedOut: boolean): string {
+  if (timedOut) return `Timed out after ${timeoutMs} ms.`;
+  if (error instanceof BlockedAddressError) return `Refused: ${error.message}`;
+  if (error instanceof Error) {
+    const code = 'code' in error && typeof error.code === 'string' ? error.code : null;
+    return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}
+
+interface Target {
+  secure: boolean;
+  hostname: string;
+  options: http.RequestOptions;
+}
+
+/** Parses an endpoint URL once into request options (endpoints are few; deliveries are many). */
+const targets = new Map<string, Target>();
+function targetOf(url: string): Target {
+  let target = targets.get(url);
+  if (!target) {
+    const parsed = new URL(url);
+    const hostname = parsed.hostname.replace(/^\[|\]$/g, '');
+    const auth = parsed.username
+      ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`
+      : undefined;
+    target = {
+      secure: parsed.protocol === 'https:',
+      hostname,
+      options: {
+        protocol: parsed.protocol,
+        hostname,
+        port: parsed.port || undefined,
+        path: parsed.pathname + parsed.search,
+        auth,
+      },
+    };
+    if (targets.size >= 1000) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}
+
+export class WebhookSender {
+  private readonly agents: { http: http.Agent; https: https.Agent };
+  private readonly guarded: boolean;
+  private readonly timeoutMs: number;
+
+  constructor(options: { guarded: boolean; timeoutMs: number; maxSocketsPerHost?: number }) {
+    this.guarded = options.guarded;
+    this.timeoutMs = options.timeoutMs;
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: options.maxSocketsPerHost ?? 64,
+      maxFreeSockets: options.maxSocketsPerHost ?? 64,
+      scheduling: 'lifo' as const,
+      ...(options.guarded ? { lookup: guardedLookup } : {}),
+    };
+    this.agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+  }
+
+  send(url: string, body: string, headers: Record<string, string>): Promise<AttemptOutcome> {
+    const started = performance.now();
+    const timeoutMs = this.timeoutMs;
+    let target: Target;
+    try {
+      target = targetOf(url);
+      // An IP literal is connected to without a lookup, so the guarded lookup never sees it.
+      if (this.guarded && isIP(target.hostname) && isNonPublicAddress(target.hostname)) {
+        throw new BlockedAddressError(`${target.hostname} is a loopback, private or link-local address.`);
+      }
+    } catch (error) {
+      const message = describe(error, timeoutMs, false);
+      return Promise.resolve({
+        status: null,
+        error: message,
+        durationMs: 0,
+        retryAfter: null,
+        responseBody: null,
+      });
+    }
+    return new Promise((resolve) => {
+      let status: number | null = null;
+      let retryAfter: string | null = null;
+      let responseBody: string | null = null;
+      let timedOut = false;
+      let settled = false;
+      const finish = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        const ok = status !== null && status >= 200 && status < 300;
+        resolve({
+          status,
+          // A 2xx counts even if the rest of its body never arrived.
+          error: error === null || ok ? null : describe(error, timeoutMs, timedOut),
+          durationMs: Math.round(performance.now() - started),
+          retryAfter,
+          responseBody,
+        });
+      };
+      const secure = target.secure;
+      const request = (secure ? https : http).request(
+        {
+          ...target.options,
+          method: 'POST',
+          agent: secure ? this.agents.https : this.agents.http,
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        },
+        (response) => {
+          status = response.statusCode ?? null;
+          const header = response.headers['retry-after'];
+          retryAfter = typeof header === 'string' ? header : null;
+          const keep = !(status !== null && status >= 200 && status < 300);
+          let read = 0;
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            read += chunk.length;
+            if (keep && text.length < KEEP_BODY) text += chunk.slice(0, KEEP_BODY - text.length);
+            if (read > MAX_READ) response.destroy();
+          });
+          const done = (error: unknown) => {
+            responseBody = keep ? text : null;
+            finish(error);
+          };
+          response.on('end', () => done(null));
+          response.on('close', () => done(null));
+          response.on('error', done);
+        },
+      );
+      const timer = setTimeout(() => {
+        timedOut = true;
+        request.destroy(new Error('timeout'));
+        finish(new Error('timeout'));
+      }, timeoutMs);
+      request.on('error', finish);
+      request.end(body);
+    });
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}

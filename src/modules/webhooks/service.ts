@@ -1,0 +1,160 @@
+// The organization's webhook endpoint: set it (the secret is made with the first URL), rotate the
+// secret, and send a test event or a payment's transaction.status_changed on request.
+import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
+import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { isPublicId, newUuid, parseNumericId } from '../../lib/ids.ts';
+import { emitEvent, type NewEvent } from '../events/emit.ts';
+import { transactionEventPayload } from '../payments/events.ts';
+import { generateSecret, openSecret, sealSecret, secretPreview } from './secret.ts';
+import { assertPublicHost, BlockedAddressError } from './ssrf.ts';
+import * as store from './store.ts';
+import type { WebhookEndpointRow } from './table.ts';
+
+export const TEST_MESSAGE = 'This is a test webhook from Kassa.';
+
+export function presentEndpoint(ctx: AppContext, row: WebhookEndpointRow | undefined) {
+  if (!row) return { endpoint_url: null, secret_preview: null, created_at: null, updated_at: null };
+  return {
+    endpoint_url: row.endpoint_url,
+    secret_preview: secretPreview(openSecret(row.secret_encrypted, ctx.config.secretKey)),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export async function getEndpoint(ctx: AppContext, organizationId: number) {
+  return presentEndpoint(ctx, await store.findEndpoint(ctx.db, organizationId));
+}
+
+/** http(s) only, no fragments; in production the host must resolve to public addresses only. */
+export async function validateEndpointUrl(ctx: AppContext, raw: string): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ValidationError('endpoint_url: must be a valid URL.');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ValidationError('endpoint_url: must be an http or https URL.');
+  }
+  if (!url.hostname) throw new ValidationError('endpoint_url: must name a host.');
+  if (url.hash) throw new ValidationError('endpoint_url: may not contain a fragment (#...).');
+  if (ctx.config.env === 'production') {
+    try {
+      await assertPublicHost(url.hostname);
+    } catch (error) {
+      if (error instanceof BlockedAddressError) throw new ValidationError(`endpoint_url: ${error.message}`);
+      throw new ValidationError(`endpoint_url: the host ${url.hostname} could not be resolved.`);
+    }
+  }
+  return raw.trim();
+}
+
+/** Sets the URL; the first time, a secret is created too and returned once as raw_secret. */
+export async function putEndpoint(ctx: AppContext, organizationId: number, rawUrl: string) {
+  const url = await validateEndpointUrl(ctx, rawUrl);
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const existing = await store.findEndpoint(trx, organizationId);
+    if (existing) {
+      const row = await store.updateEndpoint(trx, organizationId, { endpoint_url: url, updated_at: now });
+      return presentEndpoint(ctx, row);
+    }
+    const secret = generateSecret();
+    const row = await store.insertEndpoint(trx, {
+      organizationId,
+      url,
+      secretEncrypted: sealSecret(secret, ctx.config.secretKey),
+      now,
+    });
+    return { ...presentEndpoint(ctx, row), raw_secret: secret };
+  });
+}
+
+async function requireEndpoint(db: Executor, organizationId: number) {
+  const endpoint = await store.findEndpoint(db, organizationId);
+  if (!endpoint) throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
+  return endpoint;
+}
+
+/** A new secret; from now on only it signs (and verifies). Returned once as raw_secret. */
+export async function rotateSecret(ctx: AppContext, organizationId: number) {
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    await requireEndpoint(trx, organizationId);
+    const secret = generateSecret();
+    const row = await store.updateEndpoint(trx, organizationId, {
+      secret_encrypted: sealSecret(secret, ctx.config.secretKey),
+      secret_rotated_at: now,
+      updated_at: now,
+    });
+    return { ...presentEndpoint(ctx, row), raw_secret: secret };
+  });
+}
+
+/** Writes the event and its delivery together, so the caller can be told the delivery id. */
+async function emitAndQueue(trx: Executor, event: NewEvent) {
+  const eventId = await emitEvent(trx, event);
+  const delivery = await store.insertDelivery(trx, {
+    deliveryId: newUuid(),
+    organizationId: event.organizationId,
+    eventId,
+    eventType: event.type,
+    environment: event.environment,
+    subject: event.subject,
+    redeliveryOf: null,
+    now: event.now,
+  });
+  await store.markEventDispatched(trx, eventId, event.now);
+  return { delivery_id: delivery.delivery_id, event: event.type, status: delivery.status };
+}
+
+export async function sendTestEvent(ctx: AppContext, organizationId: number) {
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    await requireEndpoint(trx, organizationId);
+    return emitAndQueue(trx, {
+      organizationId,
+      environment: 'production',
+      type: 'webhook.test',
+      subject: null,
+      payload: { message: TEST_MESSAGE },
+      now,
+    });
+  });
+}
+
+function findPayment(db: Executor, organizationId: number, reference: string | undefined) {
+  let query = db.selectFrom('payments').selectAll().where('organization_id', '=', organizationId);
+  if (reference === undefined) return query.orderBy('id', 'desc').limit(1).executeTakeFirst();
+  const numeric = parseNumericId(reference);
+  if (numeric !== null) query = query.where('id', '=', numeric);
+  else if (isPublicId('payment', reference)) query = query.where('public_id', '=', reference);
+  else return Promise.resolve(undefined);
+  return query.executeTakeFirst();
+}
+
+/** Sends transaction.status_changed again for one payment (the latest when none is named). */
+export async function resendTransaction(
+  ctx: AppContext,
+  organizationId: number,
+  reference: string | undefined,
+) {
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    await requireEndpoint(trx, organizationId);
+    const payment = await findPayment(trx, organizationId, reference?.trim());
+    if (!payment)
+      throw new NotFoundError(reference === undefined ? 'No payment to send.' : 'Payment not found.');
+    const queued = await emitAndQueue(trx, {
+      organizationId,
+      environment: payment.environment,
+      type: 'transaction.status_changed',
+      subject: payment.public_id,
+      payload: await transactionEventPayload(trx, payment),
+      now,
+    });
+    return { ...queued, transaction_id: payment.public_id };
+  });
+}

@@ -1,0 +1,164 @@
+// The worker's queries: turn undispatched outbox events into deliveries, claim due deliveries under a
+// lease (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one writer), and record attempt outcomes.
+import { type Kysely, sql } from 'kysely';
+import { isPostgres } from '../../db/connection.ts';
+import type { Database, Executor } from '../../db/database.ts';
+import { newUuid } from '../../lib/ids.ts';
+import { deliveryValues } from './store.ts';
+
+/** A delivery this worker holds the lease of, with everything needed to send it. */
+export interface ClaimedDelivery {
+  id: number;
+  deliveryId: string;
+  attemptCount: number;
+  eventType: string;
+  payload: string;
+  url: string | null;
+  secretEncrypted: string | null;
+}
+
+export interface Lease {
+  workerId: string;
+  now: string;
+  until: string;
+}
+
+/**
+ * Moves up to `limit` outbox events into deliveries leased to this worker, so they are sent at once
+ * without waiting for another poll. Events of organizations without an endpoint are marked
+ * dispatched with no delivery: webhooks start with the events after the endpoint is set.
+ */
+export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: number) {
+  // The idle poll costs one indexed read, not a transaction.
+  const any = await db
+    .selectFrom('events')
+    .select('id')
+    .where('dispatched_at', 'is', null)
+    .limit(1)
+    .executeTakeFirst();
+  if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
+  return db.transaction().execute(async (trx) => {
+    let query = trx
+      .selectFrom('events')
+      .select(['id', 'organization_id', 'environment', 'type', 'subject', 'payload'])
+      .where('dispatched_at', 'is', null)
+      .orderBy('id')
+      .limit(limit);
+    if (isPostgres(trx)) query = query.forUpdate().skipLocked();
+    const events = await query.execute();
+    if (events.length === 0) return { events: 0, claimed: [] as ClaimedDelivery[] };
+
+    const organizations = [...new Set(events.map((event) => event.organization_id))];
+    const endpoints = new Map(
+      (
+        await trx
+          .selectFrom('webhook_endpoints')
+          .select(['organization_id', 'endpoint_url', 'secret_encrypted'])
+          .where('organization_id', 'in', organizations)
+          .execute()
+      ).map((endpoint) => [endpoint.organization_id, endpoint]),
+    );
+    const deliverable = events.filter((event) => endpoints.has(event.organization_id));
+    const claimed: ClaimedDelivery[] = [];
+    if (deliverable.length > 0) {
+      const rows = deliverable.map((event) => ({
+        ...deliveryValues({
+          deliveryId: newUuid(),
+          organizationId: event.organization_id,
+          eventId: event.id,
+          eventType: event.type,
+          environment: event.environment,
+          subject: event.subject,
+          redeliveryOf: null,
+          now: lease.now,
+        }),
+        locked_by: lease.workerId,
+        locked_until: lease.until,
+      }));
+      const inserted = await trx
+        .insertInto('webhook_deliveries')
+        .values(rows)
+        .returning(['id', 'delivery_id', 'event_id'])
+        .execute();
+      const byEvent = new Map(deliverable.map((event) => [event.id, event]));
+      for (const row of inserted) {
+        const event = byEvent.get(row.event_id);
+        const endpoint = event && endpoints.get(event.organization_id);
+        if (!event || !endpoint) continue;
+        claimed.push({
+          id: row.id,
+          deliveryId: row.delivery_id,
+          attemptCount: 0,
+          eventType: event.type,
+          payload: event.payload,
+          url: endpoint.endpoint_url,
+          secretEncrypted: endpoint.secret_encrypted,
+        });
+      }
+    }
+    await trx
+      .updateTable('events')
+      .set({ dispatched_at: lease.now })
+      .where(
+        'id',
+        'in',
+        events.map((event) => event.id),
+      )
+      .execute();
+    return { events: events.length, claimed };
+  });
+}
+
+/** Leases up to `limit` pending deliveries that are due and not leased (or whose lease expired). */
+export async function claimDueDeliveries(db: Executor, lease: Lease, limit: number) {
+  const dueQuery = () =>
+    db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('status', '=', sql.lit('pending'))
+      .where('next_attempt_at', '<=', lease.now)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', lease.now)]))
+      .orderBy('next_attempt_at')
+      .limit(limit);
+  // The idle poll is a read; only when something is due does it write (and lock).
+  if (!(await dueQuery().limit(1).executeTakeFirst())) return [];
+  let due = dueQuery();
+  if (isPostgres(db)) due = due.forUpdate().skipLocked();
+  const leased = await db
+    .updateTable('webhook_deliveries')
+    .set({ locked_by: lease.workerId, locked_until: lease.until })
+    .where('id', 'in', due)
+    .returning(['id'])
+    .execute();
+  if (leased.length === 0) return [];
+  const rows = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .leftJoin('webhook_endpoints as w', 'w.organization_id', 'd.organization_id')
+    .select([
+      'd.id',
+      'd.delivery_id',
+      'd.attempt_count',
+      'd.event_type',
+      'e.payload',
+      'w.endpoint_url',
+      'w.secret_encrypted',
+    ])
+    .where(
+      'd.id',
+      'in',
+      leased.map((row) => row.id),
+    )
+    .execute();
+  return rows.map(
+    (row): ClaimedDelivery => ({
+      id: row.id,
+      deliveryId: row.delivery_id,
+      attemptCount: row.attempt_count,
+      eventType: row.event_type,
+      payload: row.payload,
+      url: row.endpoint_url,
+      secretEncrypted: row.secret_encrypted,
+    }),
+  );
+}

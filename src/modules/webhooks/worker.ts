@@ -1,0 +1,200 @@
+// The delivery worker of one process: claims work in batches (new outbox events first, then due
+// retries), sends with a concurrency cap over keep-alive connections, and writes the outcomes in
+// batches. Sends run in the background between ticks, so one slow endpoint never stalls the rest.
+import type { AppContext } from '../../context.ts';
+import { newUuid } from '../../lib/ids.ts';
+import { type AttemptRecord, recordAttempts } from './outcomes.ts';
+import { parseRetryAfter, retryDelay } from './schedule.ts';
+import { openSecret, sign } from './secret.ts';
+import { type AttemptOutcome, isSuccess, WebhookSender } from './sender.ts';
+import { type ClaimedDelivery, claimDueDeliveries, dispatchEvents, type Lease } from './worker-store.ts';
+
+/** Sends in flight at once, per process. */
+export const MAX_IN_FLIGHT = 256;
+const CLAIM_BATCH = 500;
+/** When the pool is nearly full, wait for this much room rather than claim a few rows at a time. */
+const MIN_CLAIM = 128;
+const FLUSH_BATCH = 500;
+const FLUSH_DELAY_MS = 10;
+/** A lease outlives the attempt's timeout; a crashed worker's deliveries are retried after it ends. */
+export const LEASE_MARGIN_MS = 5000;
+
+export class DeliveryWorker {
+  readonly workerId = newUuid();
+  private readonly ctx: AppContext;
+  private readonly sender: WebhookSender;
+  private readonly inFlight = new Set<Promise<void>>();
+  private pending: AttemptRecord[] = [];
+  private flushing: Promise<void> = Promise.resolve();
+  private flushScheduled = false;
+  private failure: unknown = null;
+  private roomWanted = 0;
+  private wakeOnRoom: (() => void) | null = null;
+
+  constructor(ctx: AppContext) {
+    this.ctx = ctx;
+    this.sender = new WebhookSender({
+      guarded: ctx.config.env === 'production',
+      timeoutMs: ctx.config.webhookTimeoutMs,
+    });
+  }
+
+  private lease(): Lease {
+    const now = this.ctx.clock();
+    return {
+      workerId: this.workerId,
+      now: now.toISOString(),
+      until: new Date(now.getTime() + this.ctx.config.webhookTimeoutMs + LEASE_MARGIN_MS).toISOString(),
+    };
+  }
+
+  /** One round: claim as much as there is room for, start sending it; returns how much was started. */
+  async tick(): Promise<number> {
+    if (this.failure !== null) {
+      const failure = this.failure;
+      this.failure = null;
+      throw failure;
+    }
+    if (this.inFlight.size > MAX_IN_FLIGHT - MIN_CLAIM) await this.room(MIN_CLAIM);
+    let room = MAX_IN_FLIGHT - this.inFlight.size;
+    let started = 0;
+    const dispatched = await dispatchEvents(this.ctx.db, this.lease(), Math.min(room, CLAIM_BATCH));
+    for (const delivery of dispatched.claimed) this.start(delivery);
+    started += dispatched.events;
+    room -= dispatched.claimed.length;
+    if (room > 0) {
+      const due = await claimDueDeliveries(this.ctx.db, this.lease(), Math.min(room, CLAIM_BATCH));
+      for (const delivery of due) this.start(delivery);
+      started += due.length;
+    }
+    return started;
+  }
+
+  /** Resolves once at least `wanted` slots are free. */
+  private room(wanted: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.roomWanted = wanted;
+      this.wakeOnRoom = resolve;
+    });
+  }
+
+  private finished(task: Promise<void>): void {
+    this.inFlight.delete(task);
+    if (this.wakeOnRoom && MAX_IN_FLIGHT - this.inFlight.size >= this.roomWanted) {
+      const wake = this.wakeOnRoom;
+      this.wakeOnRoom = null;
+      wake();
+    }
+  }
+
+  private start(delivery: ClaimedDelivery): void {
+    const task = this.attempt(delivery).then(
+      (record) => this.enqueue(record),
+      (error: unknown) => {
+        this.failure = error;
+      },
+    );
+    this.inFlight.add(task);
+    void task.finally(() => this.finished(task));
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<AttemptRecord> {
+    const attemptedAt = this.ctx.clock();
+    const attempt = delivery.attemptCount + 1;
+    let outcome: AttemptOutcome;
+    try {
+      if (delivery.url === null || delivery.secretEncrypted === null)
+        throw new Error('No endpoint is configured.');
+      const secret = openSecret(delivery.secretEncrypted, this.ctx.config.secretKey);
+      outcome = await this.sender.send(delivery.url, delivery.payload, {
+        'content-type': 'application/json',
+        'user-agent': 'Kassa-Webhooks/1.0',
+        'x-webhook-event': delivery.eventType,
+        'x-webhook-delivery-id': delivery.deliveryId,
+        'x-webhook-timestamp': String(Math.floor(attemptedAt.getTime() / 1000)),
+        'x-webhook-signature': sign(secret, delivery.payload),
+      });
+    } catch (error) {
+      // Not the receiver's doing (no endpoint, a secret that no longer decrypts): still one attempt.
+      const message = error instanceof Error ? error.message : String(error);
+      outcome = { status: null, error: message, durationMs: 0, retryAfter: null, responseBody: null };
+    }
+    const finished = this.ctx.clock().getTime();
+    let next: AttemptRecord['outcome'];
+    if (isSuccess(outcome)) next = { status: 'delivered' };
+    else {
+      const delay = retryDelay(
+        this.ctx.config.webhookRetryScheduleMs,
+        attempt,
+        parseRetryAfter(outcome.retryAfter, finished),
+      );
+      next =
+        delay === null
+          ? { status: 'failed' }
+          : { status: 'pending', nextAttemptAt: new Date(finished + delay).toISOString() };
+    }
+    return {
+      deliveryRowId: delivery.id,
+      attempt,
+      attemptedAt: attemptedAt.toISOString(),
+      url: delivery.url ?? '',
+      responseStatus: outcome.status,
+      durationMs: outcome.durationMs,
+      error: outcome.error,
+      responseBody: outcome.responseBody,
+      outcome: next,
+    };
+  }
+
+  private enqueue(record: AttemptRecord): void {
+    this.pending.push(record);
+    if (this.pending.length >= FLUSH_BATCH) {
+      void this.flush();
+    } else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      // A short wait gathers outcomes into fewer, larger transactions.
+      setTimeout(() => void this.flush(), FLUSH_DELAY_MS);
+    }
+  }
+
+  /** Writes the queued outcomes; flushes run one after another. */
+  flush(): Promise<void> {
+    this.flushScheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return this.flushing;
+    this.flushing = this.flushing.then(() =>
+      recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString()).catch(
+        (error: unknown) => {
+          this.failure = error;
+        },
+      ),
+    );
+    return this.flushing;
+  }
+
+  /** Lets the sends in flight finish (each is bounded by the timeout), writes their outcomes, closes. */
+  async drain(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.flush();
+    this.sender.close();
+  }
+}
+
+const workers = new WeakMap<AppContext, DeliveryWorker>();
+
+export function deliveryWorker(ctx: AppContext): DeliveryWorker {
+  let worker = workers.get(ctx);
+  if (!worker) {
+    worker = new DeliveryWorker(ctx);
+    workers.set(ctx, worker);
+  }
+  return worker;
+}
+
+export async function stopDeliveryWorker(ctx: AppContext): Promise<void> {
+  const worker = workers.get(ctx);
+  if (!worker) return;
+  workers.delete(ctx);
+  await worker.drain();
+}

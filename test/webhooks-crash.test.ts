@@ -1,0 +1,175 @@
+// Kills the service with SIGKILL in the middle of a burst of events, starts it again, and checks that
+// every event still reaches the receiver (at least once) with a valid signature.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { after, before, test } from 'node:test';
+import { verify } from '@octokit/webhooks-methods';
+import { loadConfig } from '../src/config.ts';
+import { createContext } from '../src/context.ts';
+import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
+import { emitEvent } from '../src/modules/events/emit.ts';
+import { createMerchant } from '../src/modules/organizations/service.ts';
+import { call, testEnv } from './helpers/server.ts';
+import { header, type Receiver, startReceiver, waitUntil } from './webhooks-helpers.ts';
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+let env: Record<string, string>;
+let cleanup: () => Promise<void>;
+let receiver: Receiver;
+let handle: DbHandle | null = null;
+let child: ChildProcess | null = null;
+let baseUrl = '';
+let childLog = '';
+
+function startService(): ChildProcess {
+  const started = spawn(
+    process.execPath,
+    ['--disable-warning=ExperimentalWarning', 'src/cli/main.ts', 'serve'],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  started.stderr?.on('data', (chunk: Buffer) => {
+    childLog += chunk.toString('utf8');
+  });
+  return started;
+}
+
+async function waitForHealth() {
+  await waitUntil(
+    async () => {
+      try {
+        return (await fetch(`${baseUrl}/healthz`)).ok;
+      } catch {
+        return false;
+      }
+    },
+    20_000,
+    'the service to answer',
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}; service output:\n${childLog}`);
+  });
+}
+
+async function kill(process_: ChildProcess | null) {
+  if (!process_ || process_.exitCode !== null || process_.signalCode !== null) return;
+  const exited = new Promise((resolve) => process_.once('exit', resolve));
+  process_.kill('SIGKILL');
+  await exited;
+}
+
+before(async () => {
+  receiver = await startReceiver();
+  const port = await freePort();
+  ({ env, cleanup } = await testEnv({
+    KASSA_PORT: String(port),
+    KASSA_WEBHOOK_TIMEOUT_MS: '2000',
+    KASSA_WEBHOOK_RETRY_SCHEDULE_MS: '200,200,200,200,200',
+  }));
+  baseUrl = `http://127.0.0.1:${port}`;
+});
+
+after(async () => {
+  await kill(child);
+  await handle?.close();
+  await receiver.close();
+  await cleanup();
+});
+
+test('every event of a burst is delivered, signed, across a SIGKILL of the service', {
+  timeout: 120_000,
+}, async () => {
+  child = startService();
+  await waitForHealth();
+  // A second connection to the same database, as another process writing events would have.
+  const config = loadConfig(env);
+  handle = await openAndMigrate(config.database);
+  const ctx = createContext(config, handle);
+  const email = 'crash-owner@acme.test';
+  const password = 'correct horse battery';
+  const { organization } = await createMerchant(ctx, { organization: 'Crash', email, password });
+  const login = await call<{ token: string }>({ url: baseUrl }, 'POST', '/api/auth/login/', {
+    body: { email, password },
+  });
+  const token = login.body.token;
+  const put = await call<{ raw_secret: string }>({ url: baseUrl }, 'PUT', '/api/organization/webhook/', {
+    token,
+    body: { endpoint_url: `${receiver.url}/crash` },
+  });
+  assert.equal(put.status, 200);
+  const secret = put.body.raw_secret;
+  receiver.respond = () => ({ status: 200, delayMs: 15 });
+
+  const TOTAL = 400;
+  const markers = new Set<string>();
+  const deliveryIds = new Set<string>();
+  let killed = false;
+
+  // Test events through the API while the service is up, then events written straight into the outbox.
+  const viaApi = (async () => {
+    for (let i = 0; i < 60 && !killed; i += 1) {
+      try {
+        const sent = await call<{ delivery_id: string }>(
+          { url: baseUrl },
+          'POST',
+          '/api/organization/webhook/test/',
+          {
+            token,
+          },
+        );
+        if (sent.status === 202) deliveryIds.add(sent.body.delivery_id);
+      } catch {
+        // the service died mid-request: whether it committed is unknown, so it is not counted
+      }
+    }
+  })();
+  const viaOutbox = (async () => {
+    for (let i = 0; i < TOTAL; i += 1) {
+      const marker = `burst-${i}`;
+      await emitEvent(ctx.db, {
+        organizationId: organization.id,
+        environment: i % 2 ? 'production' : 'sandbox',
+        type: 'webhook.test',
+        subject: null,
+        payload: { message: marker },
+        now: new Date().toISOString(),
+      });
+      markers.add(marker);
+      if (i % 20 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+
+  await receiver.waitFor(80, 30_000);
+  killed = true;
+  await kill(child);
+  await viaApi;
+  const receivedBeforeRestart = receiver.requests.length;
+  await viaOutbox;
+  child = startService();
+  await waitForHealth();
+
+  const seen = new Map<string, boolean>();
+  const valid = (request: { text: string; headers: Record<string, unknown> }) =>
+    verify(secret, request.text, String(request.headers['x-webhook-signature']));
+  await waitUntil(
+    async () => {
+      for (const request of receiver.requests) {
+        const message = (JSON.parse(request.text) as { message: string }).message;
+        const key = message.startsWith('burst-') ? message : header(request, 'x-webhook-delivery-id');
+        if (!seen.get(key)) seen.set(key, await valid(request));
+      }
+      return [...markers, ...deliveryIds].every((key) => seen.get(key) === true);
+    },
+    60_000,
+    'every event to arrive signed',
+  );
+  assert.ok(receivedBeforeRestart < markers.size + deliveryIds.size, 'the kill happened mid-burst');
+  assert.ok(deliveryIds.size > 0);
+});

@@ -1,0 +1,114 @@
+// A real webhook receiver on loopback for the webhook tests: records every request with its raw
+// bytes, and answers as each test scripts it.
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { call, type Merchant, type TestServer } from './helpers/server.ts';
+
+export interface ReceivedRequest {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  text: string;
+  at: number;
+}
+
+export interface Reply {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Wait this long before answering. */
+  delayMs?: number;
+}
+
+export interface Receiver {
+  url: string;
+  requests: ReceivedRequest[];
+  respond: (request: ReceivedRequest, index: number) => Reply;
+  waitFor(
+    count: number,
+    timeoutMs?: number,
+    filter?: (request: ReceivedRequest) => boolean,
+  ): Promise<ReceivedRequest[]>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(): Promise<Receiver> {
+  const receiver: Receiver = {
+    url: '',
+    requests: [],
+    respond: () => ({ status: 200, body: 'ok' }),
+    async waitFor(count, timeoutMs = 10_000, filter = () => true) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const matching = receiver.requests.filter(filter);
+        if (matching.length >= count) return matching;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `expected ${count} webhook requests, got ${matching.length} within ${timeoutMs} ms`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    close: async () => {},
+  };
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const received: ReceivedRequest = {
+        path: request.url ?? '/',
+        headers: request.headers,
+        body,
+        text: body.toString('utf8'),
+        at: Date.now(),
+      };
+      receiver.requests.push(received);
+      const reply = receiver.respond(received, receiver.requests.length - 1);
+      const send = () => {
+        if (response.destroyed) return;
+        response.writeHead(reply.status, reply.headers ?? {});
+        response.end(reply.body ?? '');
+      };
+      if (reply.delayMs) setTimeout(send, reply.delayMs);
+      else send();
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return receiver;
+}
+
+export function header(request: ReceivedRequest, name: string): string {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** Points the merchant's endpoint at `url`; returns the raw secret when the endpoint is new. */
+export async function setEndpoint(
+  server: TestServer,
+  merchant: Merchant,
+  url: string,
+): Promise<string | null> {
+  const response = await call<{ raw_secret?: string }>(server, 'PUT', '/api/organization/webhook/', {
+    token: merchant.token,
+    body: { endpoint_url: url },
+  });
+  if (response.status !== 200) throw new Error(`PUT webhook failed: ${response.status} ${response.text}`);
+  return response.body.raw_secret ?? null;
+}
+
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000, what = 'condition') {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,395 @@
+// Developers: API keys, the webhook endpoint, the delivery log and the test receiver's inbox.
+import { type FormEvent, useState } from 'react';
+import { api, asPage, type Page } from '../api.ts';
+import { dateTime, titleCase } from '../format.ts';
+import { useAction, useApi, useTitle } from '../hooks.ts';
+import { Link } from '../router.tsx';
+import type { ApiKey, Session, WebhookConfig } from '../types.ts';
+import {
+  ConfirmButton,
+  Empty,
+  ErrorNotice,
+  FormError,
+  Loading,
+  OneTimeSecret,
+  PageHeader,
+  StatusBadge,
+  Success,
+  TableScroll,
+} from '../ui.tsx';
+import { DeliveriesTab, ReceiverTab } from './webhook-logs.tsx';
+
+const SCOPES: [string, string][] = [
+  ['checkout:create', 'Create checkouts'],
+  ['payments:read', 'Read payments and refunds'],
+  ['payments:write', 'Create refunds (alias)'],
+  ['refunds:read', 'Read refunds'],
+  ['refunds:write', 'Create refunds'],
+];
+
+const TABS: [string, string][] = [
+  ['keys', 'API keys'],
+  ['webhook', 'Webhook'],
+  ['deliveries', 'Deliveries'],
+  ['receiver', 'Test receiver'],
+];
+
+export function receiverUrl(session: Session): string {
+  return `${window.location.origin}/api/v1/webhooks/${session.organization.slug}/`;
+}
+
+function KeyRow({
+  apiKey,
+  onChanged,
+  onRotated,
+}: {
+  apiKey: ApiKey;
+  onChanged: () => void;
+  onRotated: (key: ApiKey) => void;
+}) {
+  return (
+    <tr>
+      <td>{apiKey.name}</td>
+      <td>{titleCase(apiKey.environment)}</td>
+      <td className="mono">{apiKey.prefix}…</td>
+      <td className="wrap">{apiKey.scopes.length ? apiKey.scopes.join(', ') : 'All scopes'}</td>
+      <td>
+        <StatusBadge status={apiKey.status} />
+      </td>
+      <td>{dateTime(apiKey.created_at)}</td>
+      <td>{apiKey.last_used_at ? dateTime(apiKey.last_used_at) : 'Never'}</td>
+      <td>
+        {apiKey.status === 'active' ? (
+          <div className="actions">
+            <ConfirmButton
+              label="Rotate"
+              className="button secondary small"
+              title={`Rotate the ${apiKey.environment} key?`}
+              message={
+                <p>
+                  A new key with the same name and scopes replaces{' '}
+                  <span className="mono">{apiKey.prefix}…</span>, which stops working at once.
+                </p>
+              }
+              confirmLabel="Rotate key"
+              onConfirm={async () => {
+                onRotated(
+                  await api.post<ApiKey>('/organization/api-keys/rotate/', {
+                    environment: apiKey.environment,
+                  }),
+                );
+              }}
+            />
+            <ConfirmButton
+              label="Revoke"
+              title={`Revoke ${apiKey.name}?`}
+              message={<p>Requests made with this key will be refused from now on.</p>}
+              confirmLabel="Revoke key"
+              onConfirm={async () => {
+                await api.post(`/organization/api-keys/${apiKey.id}/revoke/`);
+                onChanged();
+              }}
+            />
+          </div>
+        ) : (
+          <span className="muted">Revoked {dateTime(apiKey.revoked_at)}</span>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+function KeysTab() {
+  const keys = useApi<ApiKey[] | Page<ApiKey>>('/organization/api-keys/');
+  const create = useAction((body: Record<string, unknown>) =>
+    api.post<ApiKey>('/organization/api-keys/', body),
+  );
+  const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
+  const list = asPage(keys.data)?.results;
+
+  function showKey(key: ApiKey, verb: string) {
+    if (key.raw_key)
+      setSecret({ title: `${verb} ${key.environment} key “${key.name}”.`, value: key.raw_key });
+    keys.reload();
+  }
+
+  async function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const formElement = event.currentTarget;
+    const form = new FormData(formElement);
+    const key = await create.run({
+      name: String(form.get('name') ?? '').trim(),
+      environment: String(form.get('environment') ?? 'production'),
+      allowed_scopes: form.getAll('scopes').map(String).join(' '),
+    });
+    if (key) {
+      formElement.reset();
+      showKey(key, 'Created the');
+    }
+  }
+
+  return (
+    <>
+      {secret ? (
+        <OneTimeSecret title={secret.title} value={secret.value} onDismiss={() => setSecret(null)} />
+      ) : null}
+      <section aria-labelledby="keys-heading">
+        <h2 id="keys-heading">API keys</h2>
+        <p className="muted">
+          Server integrations send <code>Authorization: Api-Key &lt;key&gt;</code>. Sandbox keys work on{' '}
+          <code>/sandbox/api/</code>. Each environment has one active key; rotate it to replace it.
+        </p>
+        {keys.error ? <ErrorNotice error={keys.error} what="API keys" onRetry={keys.reload} /> : null}
+        {!list && keys.loading ? <Loading label="Loading API keys…" /> : null}
+        {list && list.length === 0 ? <Empty>No API keys yet. Create one below.</Empty> : null}
+        {list && list.length > 0 ? (
+          <TableScroll label="API keys">
+            <table>
+              <caption className="visually-hidden">API keys</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Environment</th>
+                  <th scope="col">Prefix</th>
+                  <th scope="col">Scopes</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((key) => (
+                  <KeyRow
+                    key={key.id}
+                    apiKey={key}
+                    onChanged={keys.reload}
+                    onRotated={(rotated) => showKey(rotated, 'Rotated the')}
+                  />
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+        ) : null}
+      </section>
+      <section className="card" aria-labelledby="new-key-heading">
+        <h2 id="new-key-heading">New API key</h2>
+        <form className="stack" onSubmit={submit}>
+          <label className="field">
+            <span>Name</span>
+            <input name="name" required maxLength={100} placeholder="Shop backend" />
+          </label>
+          <fieldset className="segmented">
+            <legend>Environment</legend>
+            <label>
+              <input type="radio" name="environment" value="production" defaultChecked />
+              <span>Production</span>
+            </label>
+            <label>
+              <input type="radio" name="environment" value="sandbox" />
+              <span>Sandbox</span>
+            </label>
+          </fieldset>
+          <fieldset className="checks">
+            <legend>Scopes (none selected: all scopes)</legend>
+            {SCOPES.map(([scope, label]) => (
+              <label className="checkbox" key={scope}>
+                <input type="checkbox" name="scopes" value={scope} />
+                <span>
+                  <code>{scope}</code> {label}
+                </span>
+              </label>
+            ))}
+          </fieldset>
+          <FormError message={create.error} />
+          <div className="form-actions">
+            <button type="submit" className="button" disabled={create.pending}>
+              {create.pending ? 'Creating…' : 'Create key'}
+            </button>
+          </div>
+        </form>
+      </section>
+    </>
+  );
+}
+
+function WebhookTab({ session }: { session: Session }) {
+  const config = useApi<WebhookConfig>('/organization/webhook/');
+  const [url, setUrl] = useState<string | null>(null);
+  const [secret, setSecret] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const save = useAction((endpoint: string) =>
+    api.put<WebhookConfig>('/organization/webhook/', { endpoint_url: endpoint }),
+  );
+  const test = useAction(() => api.post<{ delivery_id?: string }>('/organization/webhook/test/'));
+  const resend = useAction((transaction: string) =>
+    api.post<{ delivery_id?: string; transaction_id?: string }>(
+      '/organization/webhook/test-transaction/',
+      transaction ? { transaction_id: transaction } : {},
+    ),
+  );
+  const data = config.data;
+  const current = url ?? data?.endpoint_url ?? '';
+  const receiver = receiverUrl(session);
+
+  async function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const saved = await save.run(current.trim());
+    if (saved) {
+      if (saved.raw_secret) setSecret(saved.raw_secret);
+      setNotice('The webhook endpoint was saved.');
+      setUrl(null);
+      config.reload();
+    }
+  }
+
+  return (
+    <>
+      {secret ? (
+        <OneTimeSecret
+          title="Your webhook signing secret."
+          value={secret}
+          onDismiss={() => setSecret(null)}
+        />
+      ) : null}
+      {notice ? <Success>{notice}</Success> : null}
+      {config.error ? (
+        <ErrorNotice error={config.error} what="the webhook settings" onRetry={config.reload} />
+      ) : null}
+      {!data && config.loading ? <Loading label="Loading the webhook settings…" /> : null}
+      {data ? (
+        <>
+          <section className="card" aria-labelledby="endpoint-heading">
+            <h2 id="endpoint-heading">Endpoint</h2>
+            <p className="muted">
+              Kassa POSTs signed JSON events here (<code>X-Webhook-Signature: sha256=…</code>, HMAC-SHA256 of
+              the raw body with your secret).
+            </p>
+            <form className="stack" onSubmit={submit}>
+              <label className="field">
+                <span>Endpoint URL</span>
+                <input
+                  name="endpoint_url"
+                  type="url"
+                  required
+                  maxLength={2048}
+                  placeholder="https://example.com/webhooks/kassa"
+                  value={current}
+                  onChange={(event) => setUrl(event.target.value)}
+                />
+              </label>
+              <p className="small">
+                Trying it out?{' '}
+                <button type="button" className="link-button" onClick={() => setUrl(receiver)}>
+                  Use the built-in test receiver
+                </button>{' '}
+                and watch requests arrive under <Link to="developers/receiver">Test receiver</Link>.
+              </p>
+              <FormError message={save.error} />
+              <div className="form-actions">
+                <button type="submit" className="button" disabled={save.pending}>
+                  {save.pending ? 'Saving…' : 'Save endpoint'}
+                </button>
+              </div>
+            </form>
+          </section>
+          <section className="card" aria-labelledby="secret-heading">
+            <h2 id="secret-heading">Signing secret</h2>
+            {data.secret_preview ? (
+              <p>
+                Current secret: <code>{data.secret_preview}</code>
+              </p>
+            ) : (
+              <p className="muted">The secret is created when you first save an endpoint.</p>
+            )}
+            {data.endpoint_url ? (
+              <ConfirmButton
+                label="Rotate secret"
+                className="button secondary"
+                title="Rotate the signing secret?"
+                message={
+                  <p>Only the new secret verifies deliveries from now on. Update your receiver right away.</p>
+                }
+                confirmLabel="Rotate secret"
+                onConfirm={async () => {
+                  const rotated = await api.post<WebhookConfig>('/organization/webhook/rotate/');
+                  if (rotated.raw_secret) setSecret(rotated.raw_secret);
+                  config.reload();
+                }}
+              />
+            ) : null}
+          </section>
+          <section className="card" aria-labelledby="test-heading">
+            <h2 id="test-heading">Send a test</h2>
+            <div className="actions">
+              <button
+                type="button"
+                className="button secondary"
+                disabled={test.pending || !data.endpoint_url}
+                onClick={async () => {
+                  const sent = await test.run();
+                  if (sent) setNotice('A webhook.test event was queued. Follow it under Deliveries.');
+                }}
+              >
+                {test.pending ? 'Sending…' : 'Send webhook.test'}
+              </button>
+            </div>
+            <FormError message={test.error} />
+            <form
+              className="row align-end"
+              onSubmit={async (event) => {
+                event.preventDefault();
+                const form = new FormData(event.currentTarget);
+                const sent = await resend.run(String(form.get('transaction_id') ?? '').trim());
+                if (sent) {
+                  setNotice(
+                    `transaction.status_changed${sent.transaction_id ? ` for ${sent.transaction_id}` : ''} was queued.`,
+                  );
+                }
+              }}
+            >
+              <label className="field grow">
+                <span>Payment ID (empty: the latest payment)</span>
+                <input name="transaction_id" className="mono" placeholder="TX…" />
+              </label>
+              <button
+                type="submit"
+                className="button secondary"
+                disabled={resend.pending || !data.endpoint_url}
+              >
+                {resend.pending ? 'Sending…' : 'Resend payment event'}
+              </button>
+            </form>
+            <FormError message={resend.error} />
+            {!data.endpoint_url ? <p className="muted small">Save an endpoint first.</p> : null}
+          </section>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+export function DevelopersPage({ tab, session }: { tab: string; session: Session }) {
+  useTitle(`Developers · ${TABS.find(([id]) => id === tab)?.[1] ?? 'Not found'}`);
+  return (
+    <>
+      <PageHeader title="Developers" />
+      <nav className="tabs" aria-label="Developer sections">
+        {TABS.map(([id, label]) => (
+          <Link
+            key={id}
+            to={id === 'keys' ? 'developers' : `developers/${id}`}
+            aria-current={tab === id ? 'page' : undefined}
+          >
+            {label}
+          </Link>
+        ))}
+      </nav>
+      {tab === 'keys' ? <KeysTab /> : null}
+      {tab === 'webhook' ? <WebhookTab session={session} /> : null}
+      {tab === 'deliveries' ? <DeliveriesTab /> : null}
+      {tab === 'receiver' ? <ReceiverTab url={receiverUrl(session)} /> : null}
+      {!TABS.some(([id]) => id === tab) ? <Empty>There is no such section.</Empty> : null}
+    </>
+  );
+}

@@ -1,0 +1,54 @@
+// Login: POST /api/auth/login/ sets the kassa_session cookie; the response names the user and organization.
+import { type FormEvent, useEffect, useRef } from 'react';
+import { request } from '../api.ts';
+import { useAction, useTitle } from '../hooks.ts';
+import type { Session } from '../types.ts';
+import { FormError } from '../ui.tsx';
+
+export function LoginPage({ ended, onLogin }: { ended: boolean; onLogin: (session: Session) => void }) {
+  useTitle('Log in');
+  const emailRef = useRef<HTMLInputElement>(null);
+  useEffect(() => emailRef.current?.focus(), []);
+  const login = useAction((email: string, password: string) =>
+    request<Session & { token: string }>('POST', '/auth/login/', {
+      body: { email, password },
+      expectUnauthorized: true,
+    }),
+  );
+
+  async function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const result = await login.run(String(form.get('email') ?? ''), String(form.get('password') ?? ''));
+    if (result)
+      onLogin({ user: result.user, organization: result.organization, expires_at: result.expires_at });
+  }
+
+  return (
+    <main className="login" id="main">
+      <form className="card login-card" onSubmit={submit} aria-labelledby="page-title">
+        <p className="brand">Kassa</p>
+        <h1 id="page-title" tabIndex={-1}>
+          Log in to your dashboard
+        </h1>
+        {ended ? (
+          <p className="notice notice-info" role="status">
+            Your session has ended. Log in again to continue.
+          </p>
+        ) : null}
+        <label className="field">
+          <span>Email</span>
+          <input ref={emailRef} name="email" type="email" autoComplete="username" required />
+        </label>
+        <label className="field">
+          <span>Password</span>
+          <input name="password" type="password" autoComplete="current-password" required />
+        </label>
+        <FormError message={login.error} />
+        <button type="submit" className="button wide" disabled={login.pending}>
+          {login.pending ? 'Logging in…' : 'Log in'}
+        </button>
+      </form>
+    </main>
+  );
+}

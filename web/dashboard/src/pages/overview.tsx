@@ -1,0 +1,268 @@
+// Overview: the dashboard snapshot (wallet buckets, counts, recent wallet activity) and a chart of
+// paid volume per day over the last 30 days.
+import { useEffect, useState } from 'react';
+import { api, type Page } from '../api.ts';
+import { type DayTotal, VolumeChart } from '../chart.tsx';
+import { dateTime, money, titleCase } from '../format.ts';
+import { useApi, useTitle } from '../hooks.ts';
+import { Link } from '../router.tsx';
+import type { DashboardSnapshot, Payment, WalletMovement } from '../types.ts';
+import { Empty, ErrorNotice, Loading, PageHeader, TableScroll } from '../ui.tsx';
+
+const CHART_DAYS = 30;
+const MAX_PAGES = 10;
+const PAID = new Set(['paid', 'refund_pending', 'refunded']);
+
+interface Volume {
+  byCurrency: Map<string, DayTotal[]>;
+  truncated: boolean;
+}
+
+function startOfDay(date: Date): Date {
+  return new Date(date.getFullYear(), date.getMonth(), date.getDate());
+}
+
+/** Paid volume per day and currency, from the payments list of the last CHART_DAYS days. */
+function usePaidVolume(): { volume: Volume | undefined; error: unknown } {
+  const [volume, setVolume] = useState<Volume>();
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    const controller = new AbortController();
+    const first = startOfDay(new Date(Date.now() - (CHART_DAYS - 1) * 86_400_000));
+    (async () => {
+      const payments: Payment[] = [];
+      let truncated = false;
+      for (let page = 1; page <= MAX_PAGES; page += 1) {
+        const data = await api.get<Page<Payment>>(
+          '/payments/',
+          { page, page_size: 100, created_at__gte: first.toISOString(), environment: 'production' },
+          controller.signal,
+        );
+        payments.push(...data.results);
+        if (!data.next) break;
+        if (page === MAX_PAGES) truncated = true;
+      }
+      const byCurrency = new Map<string, DayTotal[]>();
+      for (const payment of payments) {
+        if (!PAID.has(payment.status)) continue;
+        let days = byCurrency.get(payment.currency);
+        if (!days) {
+          days = Array.from({ length: CHART_DAYS }, (_, index) => ({
+            day: new Date(first.getFullYear(), first.getMonth(), first.getDate() + index),
+            amount: 0,
+            count: 0,
+          }));
+          byCurrency.set(payment.currency, days);
+        }
+        const created = startOfDay(new Date(payment.created_at));
+        const index = days.findIndex((day) => day.day.getTime() === created.getTime());
+        if (index >= 0) {
+          days[index].amount += Number(payment.amount);
+          days[index].count += 1;
+        }
+      }
+      setVolume({ byCurrency, truncated });
+    })().catch((caught: unknown) => {
+      if (!controller.signal.aborted) setError(caught);
+    });
+    return () => controller.abort();
+  }, []);
+  return { volume, error };
+}
+
+function PaidVolume() {
+  const { volume, error } = usePaidVolume();
+  const [chosen, setChosen] = useState<string>();
+  if (error) return <ErrorNotice error={error} what="the paid volume" />;
+  if (!volume) return <Loading label="Loading paid volume…" />;
+  const currencies = [...volume.byCurrency.keys()].sort();
+  if (currencies.length === 0) {
+    return <Empty>No paid payments in the last {CHART_DAYS} days. Paid volume will appear here.</Empty>;
+  }
+  const currency = chosen && currencies.includes(chosen) ? chosen : currencies[0];
+  const days = volume.byCurrency.get(currency) ?? [];
+  return (
+    <>
+      {currencies.length > 1 ? (
+        <fieldset className="segmented">
+          <legend className="visually-hidden">Currency</legend>
+          {currencies.map((code) => (
+            <label key={code}>
+              <input
+                type="radio"
+                name="chart-currency"
+                value={code}
+                checked={code === currency}
+                onChange={() => setChosen(code)}
+              />
+              <span>{code}</span>
+            </label>
+          ))}
+        </fieldset>
+      ) : null}
+      <VolumeChart
+        days={days}
+        currency={currency}
+        label={`Paid volume in ${currency}, last ${CHART_DAYS} days`}
+      />
+      {volume.truncated ? <p className="muted">Based on the latest {MAX_PAGES * 100} payments.</p> : null}
+    </>
+  );
+}
+
+function referenceLink(reference: string) {
+  if (reference.startsWith('TX')) return <Link to={`payments/${reference}`}>{reference}</Link>;
+  if (reference.startsWith('RF'))
+    return <Link to={`refunds?search=${encodeURIComponent(reference)}`}>{reference}</Link>;
+  if (reference.startsWith('PO')) return <Link to="payouts">{reference}</Link>;
+  return reference;
+}
+
+export function ActivityTable({ entries, label }: { entries: WalletMovement[]; label: string }) {
+  if (entries.length === 0)
+    return <Empty>No wallet activity yet. Settled payments, refunds and payouts appear here.</Empty>;
+  return (
+    <TableScroll label={label}>
+      <table>
+        <caption className="visually-hidden">{label}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Movement</th>
+            <th scope="col">Reference</th>
+            <th scope="col" className="num">
+              Amount
+            </th>
+            <th scope="col" className="num">
+              Balance
+            </th>
+            <th scope="col" className="num">
+              Reserve
+            </th>
+            <th scope="col" className="num">
+              Held
+            </th>
+            <th scope="col">Date</th>
+          </tr>
+        </thead>
+        <tbody>
+          {entries.map((entry) => (
+            <tr key={entry.id}>
+              <td>{titleCase(entry.type)}</td>
+              <td>{referenceLink(entry.reference)}</td>
+              <td className="num">{money(entry.amount, 'USD')}</td>
+              <td className="num">{signed(entry.balance_change)}</td>
+              <td className="num">{signed(entry.reserve_change)}</td>
+              <td className="num">{signed(entry.held_change)}</td>
+              <td>{dateTime(entry.created_at)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+function signed(change: string): string {
+  const value = Number(change);
+  if (!value) return '—';
+  return `${value > 0 ? '+' : '−'}${money(Math.abs(value), 'USD')}`;
+}
+
+export function WalletCards({
+  wallet,
+}: {
+  wallet: { balance: string; reserve: string; held: string; available: string; currency?: string };
+}) {
+  const currency = wallet.currency ?? 'USD';
+  return (
+    <ul className="cards" aria-label="Wallet">
+      <li className="card stat">
+        <span className="stat-label">Available</span>
+        <span className="stat-value">{money(wallet.available, currency)}</span>
+        <span className="muted small">balance + reserve − held</span>
+      </li>
+      <li className="card stat">
+        <span className="stat-label">Balance</span>
+        <span className="stat-value">{money(wallet.balance, currency)}</span>
+      </li>
+      <li className="card stat">
+        <span className="stat-label">Rolling reserve</span>
+        <span className="stat-value">{money(wallet.reserve, currency)}</span>
+      </li>
+      <li className="card stat">
+        <span className="stat-label">Held</span>
+        <span className="stat-value">{money(wallet.held, currency)}</span>
+        <span className="muted small">refunds and payouts in progress</span>
+      </li>
+    </ul>
+  );
+}
+
+function paidVolumeOf(stats: DashboardSnapshot['stats']): Record<string, string> {
+  const volume = (stats as Record<string, unknown> | undefined)?.paid_volume;
+  if (!volume || typeof volume !== 'object') return {};
+  return Object.fromEntries(
+    Object.entries(volume as Record<string, unknown>).filter(
+      (entry): entry is [string, string] => typeof entry[1] === 'string',
+    ),
+  );
+}
+
+export function OverviewPage() {
+  useTitle('Overview');
+  const snapshot = useApi<DashboardSnapshot>('/organization/dashboard/');
+  const data = snapshot.data;
+  const stats = Object.entries(data?.stats ?? {}).filter(([, value]) => typeof value !== 'object');
+  const paidVolume = Object.entries(paidVolumeOf(data?.stats)).filter(([, amount]) => Number(amount) > 0);
+
+  return (
+    <>
+      <PageHeader title="Overview">
+        <button type="button" className="button secondary small" onClick={snapshot.reload}>
+          Refresh
+        </button>
+      </PageHeader>
+      {snapshot.error ? (
+        <ErrorNotice error={snapshot.error} what="the dashboard" onRetry={snapshot.reload} />
+      ) : null}
+      {!data && snapshot.loading ? <Loading /> : null}
+      {data ? (
+        <>
+          <section aria-labelledby="wallet-heading">
+            <h2 id="wallet-heading">Wallet (USD)</h2>
+            {data.wallet ? <WalletCards wallet={data.wallet} /> : <Empty>No wallet yet.</Empty>}
+          </section>
+          {stats.length > 0 ? (
+            <section aria-labelledby="stats-heading">
+              <h2 id="stats-heading">At a glance</h2>
+              <ul className="cards" aria-label="Statistics">
+                {paidVolume.map(([currency, amount]) => (
+                  <li className="card stat" key={`volume-${currency}`}>
+                    <span className="stat-label">Paid volume ({currency})</span>
+                    <span className="stat-value">{money(amount, currency)}</span>
+                  </li>
+                ))}
+                {stats.map(([name, value]) => (
+                  <li className="card stat" key={name}>
+                    <span className="stat-label">{titleCase(name.replace(/_count$/, 's'))}</span>
+                    <span className="stat-value">{String(value)}</span>
+                  </li>
+                ))}
+              </ul>
+            </section>
+          ) : null}
+        </>
+      ) : null}
+      <section aria-labelledby="volume-heading">
+        <h2 id="volume-heading">Paid volume</h2>
+        <PaidVolume />
+      </section>
+      {data ? (
+        <section aria-labelledby="activity-heading">
+          <h2 id="activity-heading">Recent activity</h2>
+          <ActivityTable entries={data.recent_activity ?? []} label="Recent wallet activity" />
+        </section>
+      ) : null}
+    </>
+  );
+}

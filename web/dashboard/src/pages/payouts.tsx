@@ -1,0 +1,124 @@
+// Payouts: the wallet, a payout request (USD, at most balance − held), and the payouts with their status.
+import { type FormEvent, useState } from 'react';
+import { api, asPage, type Page } from '../api.ts';
+import { dateTime, money } from '../format.ts';
+import { useAction, useApi, useTitle } from '../hooks.ts';
+import type { Payout, Wallet } from '../types.ts';
+import {
+  Empty,
+  ErrorNotice,
+  FormError,
+  Loading,
+  PageHeader,
+  StatusBadge,
+  Success,
+  TableScroll,
+} from '../ui.tsx';
+import { WalletCards } from './overview.tsx';
+
+const AMOUNT = '^\\d+(\\.\\d{1,2})?$';
+
+export function PayoutsPage() {
+  useTitle('Payouts');
+  const wallet = useApi<Wallet>('/wallet/');
+  const payouts = useApi<Page<Payout> | Payout[]>('/payouts/', { page_size: 50 });
+  const request = useAction((amount: string) => api.post<Payout>('/payouts/', { amount }));
+  const [requested, setRequested] = useState<Payout | null>(null);
+  const list = asPage(payouts.data)?.results;
+  const payable = wallet.data
+    ? Math.max(
+        0,
+        Math.round(Number(wallet.data.balance) * 100) - Math.round(Number(wallet.data.held) * 100),
+      ) / 100
+    : undefined;
+
+  async function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const formElement = event.currentTarget;
+    const amount = String(new FormData(formElement).get('amount') ?? '').trim();
+    const payout = await request.run(amount);
+    if (payout) {
+      formElement.reset();
+      setRequested(payout);
+      payouts.reload();
+      wallet.reload();
+    }
+  }
+
+  return (
+    <>
+      <PageHeader title="Payouts" />
+      <section aria-labelledby="payout-wallet-heading">
+        <h2 id="payout-wallet-heading">Wallet (USD)</h2>
+        {wallet.error ? <ErrorNotice error={wallet.error} what="the wallet" onRetry={wallet.reload} /> : null}
+        {!wallet.data && wallet.loading ? <Loading label="Loading the wallet…" /> : null}
+        {wallet.data ? <WalletCards wallet={wallet.data} /> : null}
+      </section>
+      <section className="card" aria-labelledby="request-payout-heading">
+        <h2 id="request-payout-heading">Request a payout</h2>
+        {payable !== undefined ? (
+          <p className="muted">You can pay out up to {money(payable, 'USD')} (balance minus held amounts).</p>
+        ) : null}
+        {requested ? (
+          <Success>
+            Payout {requested.id} of {money(requested.amount, requested.currency ?? 'USD')} is{' '}
+            {requested.status}. The amount is held until it completes.
+          </Success>
+        ) : null}
+        <form className="row align-end" onSubmit={submit}>
+          <label className="field">
+            <span>Amount (USD)</span>
+            <input
+              name="amount"
+              required
+              inputMode="decimal"
+              pattern={AMOUNT}
+              title="An amount like 100 or 100.00"
+            />
+          </label>
+          <button type="submit" className="button" disabled={request.pending}>
+            {request.pending ? 'Requesting…' : 'Request payout'}
+          </button>
+        </form>
+        <FormError message={request.error} />
+      </section>
+      <section aria-labelledby="payouts-heading">
+        <h2 id="payouts-heading">Payouts</h2>
+        {payouts.error ? <ErrorNotice error={payouts.error} what="payouts" onRetry={payouts.reload} /> : null}
+        {!list && payouts.loading ? <Loading label="Loading payouts…" /> : null}
+        {list && list.length === 0 ? <Empty>No payouts yet.</Empty> : null}
+        {list && list.length > 0 ? (
+          <TableScroll label="Payouts">
+            <table>
+              <caption className="visually-hidden">Payouts</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Payout</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Requested</th>
+                  <th scope="col">Updated</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((payout) => (
+                  <tr key={payout.id}>
+                    <td className="mono">{payout.id}</td>
+                    <td className="num">{money(payout.amount, payout.currency ?? 'USD')}</td>
+                    <td>
+                      <StatusBadge status={payout.status} />
+                    </td>
+                    <td>{dateTime(payout.created_at)}</td>
+                    <td>{dateTime(payout.updated_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+        ) : null}
+      </section>
+    </>
+  );
+}

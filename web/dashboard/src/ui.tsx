@@ -1,0 +1,316 @@
+// Small shared pieces: page heading, loading/empty/error states, badges, copy, dialogs, pagination.
+import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
+import { ApiError, errorText } from './api.ts';
+import { titleCase } from './format.ts';
+
+export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <header className="page-head">
+      <h1 id="page-title" tabIndex={-1}>
+        {title}
+      </h1>
+      {children ? <div className="page-actions">{children}</div> : null}
+    </header>
+  );
+}
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <p className="loading" role="status">
+      <span className="spinner" aria-hidden="true" />
+      {label}
+    </p>
+  );
+}
+
+/** A failed load: the server's detail, a hint when the endpoint does not exist here, and Retry. */
+export function ErrorNotice({
+  error,
+  what,
+  onRetry,
+}: {
+  error: unknown;
+  what?: string;
+  onRetry?: () => void;
+}) {
+  const missing = error instanceof ApiError && (error.status === 404 || error.status === 405);
+  return (
+    <div className="notice notice-error" role="alert">
+      <p>
+        {what ? <strong>Could not load {what}. </strong> : null}
+        {errorText(error)}
+        {error instanceof ApiError && error.status > 0 ? ` (HTTP ${error.status})` : ''}
+      </p>
+      {missing ? <p className="muted">This feature may not be available on this server yet.</p> : null}
+      {onRetry ? (
+        <button type="button" className="button secondary small" onClick={onRetry}>
+          Retry
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+export function FormError({ message }: { message: string | null }) {
+  return message ? (
+    <p className="notice notice-error form-error" role="alert">
+      {message}
+    </p>
+  ) : null;
+}
+
+export function Success({ children }: { children: ReactNode }) {
+  return (
+    <div className="notice notice-success" role="status">
+      {children}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="empty">{children}</div>;
+}
+
+const GOOD = /^(paid|completed|succeeded|success|active|delivered|ok|settlement|reserve_release|true)$/;
+const BAD =
+  /^(failed|rejected|canceled|cancelled|revoked|declined|requires_payment_method|deleted|expired|exhausted|error|false|dead)$/;
+const WARN = /^(processing|pending|refund_pending|retrying|scheduled|in_progress|inactive)$/;
+
+export function StatusBadge({ status }: { status: string | null | undefined }) {
+  const value = status ?? 'unknown';
+  const tone = GOOD.test(value) ? 'good' : BAD.test(value) ? 'bad' : WARN.test(value) ? 'warn' : 'neutral';
+  return <span className={`badge badge-${tone}`}>{titleCase(value)}</span>;
+}
+
+async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // fall through to the selection-based copy
+  }
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.style.position = 'fixed';
+  area.style.opacity = '0';
+  document.body.append(area);
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand('copy');
+  } catch {
+    copied = false;
+  }
+  area.remove();
+  return copied;
+}
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  useEffect(() => {
+    if (state === 'idle') return;
+    const timer = window.setTimeout(() => setState('idle'), 2000);
+    return () => window.clearTimeout(timer);
+  }, [state]);
+  return (
+    <button
+      type="button"
+      className="button secondary small"
+      onClick={async () => setState((await copyText(text)) ? 'copied' : 'failed')}
+    >
+      {label}
+      <span className="visually-hidden" aria-live="polite">
+        {state === 'copied' ? ' copied to the clipboard' : state === 'failed' ? ' could not be copied' : ''}
+      </span>
+      {state === 'copied' ? <span aria-hidden="true"> ✓</span> : null}
+    </button>
+  );
+}
+
+/** A secret the server shows once (raw API key, webhook secret), with copy and a warning. */
+export function OneTimeSecret({
+  title,
+  value,
+  onDismiss,
+}: {
+  title: string;
+  value: string;
+  onDismiss: () => void;
+}) {
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => ref.current?.focus(), []);
+  return (
+    <section className="notice notice-secret" aria-label={title} tabIndex={-1} ref={ref}>
+      <p>
+        <strong>{title}</strong> It is shown only once: copy it now and store it safely.
+      </p>
+      <div className="secret-row">
+        <code className="secret" data-testid="one-time-secret">
+          {value}
+        </code>
+        <CopyButton text={value} />
+      </div>
+      <button type="button" className="button secondary small" onClick={onDismiss}>
+        I have saved it
+      </button>
+    </section>
+  );
+}
+
+export function TableScroll({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
+    <section className="table-scroll" aria-label={label} tabIndex={0}>
+      {children}
+    </section>
+  );
+}
+
+export function Pagination({
+  page,
+  pageSize,
+  count,
+  onPage,
+}: {
+  page: number;
+  pageSize: number;
+  count: number;
+  onPage: (page: number) => void;
+}) {
+  const pages = Math.max(1, Math.ceil(count / pageSize));
+  if (count <= pageSize && page === 1) {
+    return <p className="muted pagination-summary">{count === 1 ? '1 result' : `${count} results`}</p>;
+  }
+  return (
+    <nav className="pagination" aria-label="Pagination">
+      <button
+        type="button"
+        className="button secondary small"
+        disabled={page <= 1}
+        onClick={() => onPage(page - 1)}
+      >
+        Previous
+      </button>
+      <span aria-live="polite">
+        Page {page} of {pages} · {count} results
+      </span>
+      <button
+        type="button"
+        className="button secondary small"
+        disabled={page >= pages}
+        onClick={() => onPage(page + 1)}
+      >
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** A modal dialog (native <dialog>: focus stays inside, Escape closes, focus returns on close). */
+export function Dialog({
+  open,
+  title,
+  onClose,
+  children,
+}: {
+  open: boolean;
+  title: string;
+  onClose: () => void;
+  children: ReactNode;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) dialog.showModal();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} className="dialog" aria-labelledby={titleId} onClose={onClose}>
+      {open ? (
+        <>
+          <div className="dialog-head">
+            <h2 id={titleId}>{title}</h2>
+            <button type="button" className="icon-button" aria-label="Close" onClick={onClose}>
+              ×
+            </button>
+          </div>
+          {children}
+        </>
+      ) : null}
+    </dialog>
+  );
+}
+
+/** Asks before a destructive action; `onConfirm` runs it, and its error is shown in the dialog. */
+export function ConfirmButton({
+  label,
+  title,
+  message,
+  confirmLabel,
+  onConfirm,
+  className = 'button danger small',
+}: {
+  label: string;
+  title: string;
+  message: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => Promise<unknown>;
+  className?: string;
+}) {
+  const [open, setOpen] = useState(false);
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <>
+      <button type="button" className={className} onClick={() => setOpen(true)}>
+        {label}
+      </button>
+      <Dialog open={open} title={title} onClose={() => setOpen(false)}>
+        <div className="dialog-body">{message}</div>
+        <FormError message={error} />
+        <div className="form-actions">
+          <button
+            type="button"
+            className="button danger"
+            disabled={pending}
+            onClick={async () => {
+              setPending(true);
+              setError(null);
+              try {
+                await onConfirm();
+                setOpen(false);
+              } catch (caught) {
+                setError(errorText(caught));
+              } finally {
+                setPending(false);
+              }
+            }}
+          >
+            {pending ? 'Working…' : confirmLabel}
+          </button>
+          <button type="button" className="button secondary" onClick={() => setOpen(false)}>
+            Cancel
+          </button>
+        </div>
+      </Dialog>
+    </>
+  );
+}
+
+export function Detail({ items }: { items: [string, ReactNode][] }) {
+  return (
+    <dl className="details">
+      {items.map(([term, value]) => (
+        <div key={term}>
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}

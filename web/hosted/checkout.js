@@ -1,0 +1,258 @@
+// The hosted checkout page, /checkout/{token}: order summary, card form, and the outcome screens.
+// The token comes from the page's own URL; card data goes only into the body of the pay request.
+
+const token = pathParameter();
+const base = `/api/checkout/${encodeURIComponent(token)}/`;
+const POLL_MS = 1500;
+let currency = 'USD';
+let busy = false;
+let payLabel = 'Pay';
+
+const MESSAGES = {
+  notfound: [
+    'Checkout not found',
+    'This payment page does not exist. Check the link, or ask the merchant for a new one.',
+  ],
+  gone: [
+    'This checkout is no longer available',
+    'It has expired or has already been completed. Ask the merchant for a new link if you still want to pay.',
+  ],
+  success: ['Payment successful', 'Thank you. Your payment has been received.'],
+  failed: ['Payment failed', 'Your payment could not be completed and you have not been charged.'],
+  canceled: ['Payment canceled', 'You canceled this payment. You have not been charged.'],
+  error: [
+    'Something went wrong',
+    'We could not load this checkout. Check your connection and reload the page.',
+  ],
+};
+
+function finish(kind, redirectUrl, message) {
+  const [title, sentence] = MESSAGES[kind];
+  showResult(kind, title, message || sentence, redirectUrl);
+}
+
+// ---- Card checks: the customer sees a problem before anything is sent.
+
+const digitsOf = (value) => value.replace(/[\s-]/g, '');
+
+function luhnValid(digits) {
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let digit = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 1) {
+      digit *= 2;
+      if (digit > 9) digit -= 9;
+    }
+    sum += digit;
+  }
+  return sum % 10 === 0;
+}
+
+/** {month, year} from "MM / YY", "MM/YYYY" or "MMYY"; null when it is not a date. */
+function parseExpiry(value) {
+  const match = /^(\d{1,2})\s*\/?\s*(\d{2}|\d{4})$/.exec(value.trim());
+  if (!match) return null;
+  const month = Number(match[1]);
+  const year = match[2].length === 2 ? 2000 + Number(match[2]) : Number(match[2]);
+  return month >= 1 && month <= 12 ? { month, year } : null;
+}
+
+const CHECKS = {
+  cardholder_name: (value) => (value.trim() ? null : 'Enter the name shown on your card.'),
+  card_number: (value) => {
+    const digits = digitsOf(value);
+    if (!digits) return 'Enter your card number.';
+    if (!/^\d{12,19}$/.test(digits) || !luhnValid(digits)) return 'Your card number is not valid.';
+    return null;
+  },
+  card_expiry: (value) => {
+    if (!value.trim()) return 'Enter the expiry date.';
+    const expiry = parseExpiry(value);
+    if (!expiry) return 'Enter the expiry date as MM / YY.';
+    const now = new Date();
+    const current = now.getFullYear() * 12 + now.getMonth() + 1;
+    if (expiry.year * 12 + expiry.month < current) return 'Your card has expired.';
+    if (expiry.year > now.getFullYear() + 50) return 'Enter the expiry date as MM / YY.';
+    return null;
+  },
+  card_cvc: (value) =>
+    /^\d{3,4}$/.test(value.trim()) ? null : 'The security code is the 3 or 4 digits on your card.',
+};
+
+// ---- Input formatting: groups of four digits, and "MM / YY".
+
+$('card_number').addEventListener('input', (event) => {
+  const input = event.target;
+  if (input.selectionStart !== input.value.length) return;
+  const formatted = input.value
+    .replace(/\D/g, '')
+    .slice(0, 19)
+    .replace(/(\d{4})(?=\d)/g, '$1 ');
+  if (formatted !== input.value) input.value = formatted;
+});
+
+$('card_expiry').addEventListener('input', (event) => {
+  const input = event.target;
+  if (input.selectionStart !== input.value.length || (event.inputType || '').startsWith('delete')) return;
+  if (/^\d{2}$/.test(input.value)) input.value += ' / ';
+  else if (/^[2-9]$/.test(input.value)) input.value = `0${input.value} / `;
+});
+
+watchFields(CHECKS);
+
+// ---- The session. GET /api/checkout/{token}/ says where it stands:
+// open (the form), pending (the bank is deciding), paid | failed | canceled (final), expired.
+
+function renderSession(data) {
+  currency = data.currency || currency;
+  const merchant = (data.merchant && data.merchant.name) || 'Checkout';
+  text('merchant', merchant);
+  document.title = `Pay ${merchant}`;
+  $('test-mode').hidden = data.environment !== 'sandbox';
+  const lines = (data.items || []).map((item) => ({
+    name: item.name,
+    quantity: item.quantity,
+    amount: item.amount,
+  }));
+  renderLines('items', lines, currency);
+  text('total', money(data.total, currency));
+  const hasTax = Boolean(data.tax) && !/^0+(\.0+)?$/.test(data.tax);
+  $('subtotal-row').hidden = !hasTax;
+  $('tax-row').hidden = !hasTax;
+  if (hasTax) {
+    text('subtotal', money(data.subtotal, currency));
+    text('tax', money(data.tax, currency));
+  }
+  payLabel = `Pay ${money(data.total, currency)}`;
+  text('pay-button', payLabel);
+  const expires = Number(data.expires_at) * 1000;
+  if (Number.isFinite(expires) && expires > 0) {
+    const at = new Date(expires).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    text('expiry', `This checkout expires on ${at}.`).hidden = false;
+  }
+  showScreen('checkout');
+}
+
+/** A final answer (SUCCESS | FAILED | CANCELED) becomes its screen; CHECKOUT_PENDING returns false. */
+function finishWith(data, failureMessage) {
+  const kind = { SUCCESS: 'success', FAILED: 'failed', CANCELED: 'canceled' }[data.status];
+  if (!kind) return false;
+  finish(kind, data.redirect_url, kind === 'failed' ? failureMessage : undefined);
+  return true;
+}
+
+function failureSentence(attempt) {
+  const reason = attempt && attempt.errorMessage;
+  return reason ? `${reason} Your payment could not be completed.` : undefined;
+}
+
+/** Loads the session and shows what fits its state; `message` is shown above the form when it is open. */
+async function load(message) {
+  if (!/^[A-Za-z0-9_-]{16,200}$/.test(token)) return finish('notfound');
+  const response = await api('GET', base);
+  if (response.status === 404) return finish('notfound');
+  if (response.status === 410) return finish('gone');
+  if (response.status !== 200) return finish('error');
+  const data = response.data;
+  if (data.status === 'expired')
+    return finish(
+      'gone',
+      null,
+      'This checkout has expired. Ask the merchant for a new link if you still want to pay.',
+    );
+  if (data.status === 'pending') return syncUntilDone();
+  const attempts = data.attempts || [];
+  if (data.status !== 'open')
+    return finishWith(
+      { status: data.sync_status, redirect_url: data.redirect_url },
+      failureSentence(attempts[0]),
+    );
+  renderSession(data);
+  setBusy(false);
+  formError(message || null);
+}
+
+/** Asks for the outcome every POLL_MS while the bank decides, showing the pending screen meanwhile. */
+async function syncUntilDone() {
+  let shownPending = false;
+  for (;;) {
+    const response = await api('POST', '/api/checkout/sync-status/', { token });
+    if (response.status === 200) {
+      if (finishWith(response.data)) return;
+      // CHECKOUT_PENDING without a pending payment means the checkout is open again: back to the form.
+      if (response.data.payment_status !== 'pending') return load();
+    } else if (response.status === 404) {
+      return finish('notfound');
+    }
+    if (!shownPending) {
+      shownPending = true;
+      showResult(
+        'pending',
+        'Confirming your payment…',
+        'Your bank is confirming the payment. Keep this page open; it updates by itself.',
+      );
+    }
+    await sleep(Math.max(POLL_MS, response.retryAfter * 1000));
+  }
+}
+
+function setBusy(value, label) {
+  busy = value;
+  $('pay-button').disabled = value;
+  $('cancel-button').disabled = value;
+  text('pay-button', value ? label : payLabel);
+}
+
+function formError(message) {
+  const alert = text('pay-error', message || '');
+  alert.hidden = !message;
+}
+
+async function pay(event) {
+  event.preventDefault();
+  if (busy) return;
+  formError(null);
+  if (!validateAll(CHECKS)) return;
+  const expiry = parseExpiry($('card_expiry').value);
+  setBusy(true, 'Processing…');
+  const response = await api('POST', `${base}pay/`, {
+    card_number: digitsOf($('card_number').value),
+    exp_month: expiry.month,
+    exp_year: expiry.year,
+    cvc: $('card_cvc').value.trim(),
+    cardholder_name: $('cardholder_name').value.trim(),
+  });
+  if (response.status === 200 || response.status === 201) return attempted(response.data);
+  if (response.status === 404) return finish('notfound');
+  // Finished elsewhere (410), or an attempt or the bank's decision still running (409): show where it stands.
+  if (response.status === 410 || response.status === 409) return load(response.data.detail);
+  setBusy(false);
+  if (response.status === 429) return formError('Too many attempts. Wait a moment, then try again.');
+  if (response.status === 400)
+    return formError(response.data.detail || 'Check your card details and try again.');
+  formError('We could not reach the payment service. Check your connection and try again.');
+}
+
+/** After an attempt: final outcomes get their screen, a bank still deciding is polled, a decline may retry. */
+function attempted(data) {
+  const attempt = data.attempt || {};
+  if (finishWith(data, failureSentence(attempt))) return;
+  if (data.payment_status === 'pending') return syncUntilDone();
+  setBusy(false);
+  formError(`${attempt.errorMessage || 'Your card was declined.'} Check the details or use another card.`);
+  $('card_cvc').value = '';
+  $('card_number').focus();
+}
+
+async function cancel() {
+  if (busy) return;
+  setBusy(true, 'Canceling…');
+  const response = await api('POST', `${base}cancel/`);
+  if (response.status === 200 && finishWith(response.data)) return;
+  if (response.status === 404) return finish('notfound');
+  return load(response.data.detail || 'The payment could not be canceled. Try again.');
+}
+
+$('pay-form').addEventListener('submit', pay);
+$('cancel-button').addEventListener('click', cancel);
+load();

@@ -1,0 +1,157 @@
+// Shared by the hosted pages. The page builder wraps this file and the page's own script in one
+// strict function, so nothing here becomes a global (what looks unused here is used there).
+// Nothing is stored in the browser and nothing is logged: card data exists only in the form
+// fields and in the body of the pay request.
+
+// biome-ignore-all lint/correctness/noUnusedVariables: the page scripts use these helpers.
+
+const $ = (id) => document.getElementById(id);
+
+/** The path segment after the page prefix (/checkout/{token}, /pay/{id}), or '' when there is none. */
+function pathParameter() {
+  const part = location.pathname.split('/')[2] || '';
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return '';
+  }
+}
+
+/** One JSON call to the API. Never throws: a network failure is status 0. */
+async function api(method, path, body) {
+  const init = { method, credentials: 'omit', cache: 'no-store', headers: { accept: 'application/json' } };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  try {
+    const response = await fetch(path, init);
+    let data = null;
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+    const retryAfter = Number(response.headers.get('retry-after')) || 0;
+    return { status: response.status, data: data || {}, retryAfter };
+  } catch {
+    return { status: 0, data: {}, retryAfter: 0 };
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Shows one screen (a <section data-screen>) and hides the others. */
+function showScreen(name) {
+  for (const section of document.querySelectorAll('[data-screen]')) {
+    section.hidden = section.dataset.screen !== name;
+  }
+}
+
+function text(id, value) {
+  const element = $(id);
+  element.textContent = value;
+  return element;
+}
+
+/** An http(s) address to send the customer to, or null (never a javascript: or data: URL). */
+function safeUrl(value) {
+  if (typeof value !== 'string' || value === '') return null;
+  try {
+    const url = new URL(value, location.href);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Formats a decimal string such as "12.50" exactly (Intl formats strings without going through floats). */
+function money(amount, currency) {
+  if (amount === undefined || amount === null || amount === '') return '';
+  try {
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency }).format(String(amount));
+  } catch {
+    return `${amount} ${currency || ''}`.trim();
+  }
+}
+
+/**
+ * The result screen: an icon, a title, a sentence, and optionally a redirect to the merchant.
+ * kind is success | failed | canceled | pending | gone | notfound | error.
+ */
+function showResult(kind, title, message, redirectUrl) {
+  const icon = $('result-icon');
+  icon.className = `icon ${kind}`;
+  icon.textContent =
+    { success: '✓', failed: '!', canceled: '×', gone: '!', notfound: '?', error: '!' }[kind] || '';
+  text('result-title', title);
+  text('result-message', message);
+  const target = safeUrl(redirectUrl);
+  const go = $('result-continue');
+  go.hidden = !target;
+  if (target) {
+    go.href = target;
+    text('result-redirect', `Returning you to ${new URL(target).host}…`).hidden = false;
+    setTimeout(() => location.replace(target), 1500);
+  } else {
+    $('result-redirect').hidden = true;
+  }
+  showScreen('result');
+  document.title = title;
+  $('result-title').focus();
+}
+
+/** Marks a field invalid with its message (or valid with null); returns whether it is valid. */
+function fieldError(input, message) {
+  const error = $(`${input.id}-error`);
+  error.textContent = message || '';
+  error.hidden = !message;
+  if (message) input.setAttribute('aria-invalid', 'true');
+  else input.removeAttribute('aria-invalid');
+  return !message;
+}
+
+/** Validates each field with its check on blur (once filled) and clears the message while typing. */
+function watchFields(checks) {
+  for (const [id, check] of Object.entries(checks)) {
+    const input = $(id);
+    input.addEventListener('blur', () => {
+      if (input.value.trim() !== '') fieldError(input, check(input.value));
+    });
+    input.addEventListener('input', () => {
+      if (input.getAttribute('aria-invalid')) fieldError(input, null);
+    });
+  }
+}
+
+/** Runs every check; shows the messages; focuses the first invalid field. Returns whether all pass. */
+function validateAll(checks) {
+  let first = null;
+  for (const [id, check] of Object.entries(checks)) {
+    const input = $(id);
+    if (!fieldError(input, check(input.value)) && !first) first = input;
+  }
+  if (first) first.focus();
+  return !first;
+}
+
+/** Fills the order summary list and total from [{name, quantity, amount}] lines. */
+function renderLines(listId, lines, currency) {
+  const list = $(listId);
+  list.replaceChildren();
+  for (const line of lines) {
+    const item = document.createElement('li');
+    const name = document.createElement('span');
+    name.textContent = line.name;
+    if (line.quantity > 1) {
+      const qty = document.createElement('span');
+      qty.className = 'qty';
+      qty.textContent = ` × ${line.quantity}`;
+      name.append(qty);
+    }
+    const amount = document.createElement('span');
+    amount.textContent = money(line.amount, currency);
+    item.append(name, amount);
+    list.append(item);
+  }
+}
