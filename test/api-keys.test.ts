@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ForbiddenError, UnauthorizedError } from '../src/http/errors.ts';
 import { authenticateApiKey } from '../src/modules/api-keys/service.ts';
-import { KEY_ROUTE, KEY_ROUTE_SCOPE, keyRouteAvailable, NEEDS_KEY_ROUTE } from './helpers/api-key-route.ts';
+import { KEY_ROUTE, KEY_ROUTE_SCOPE } from './helpers/api-key-route.ts';
 import {
   call,
   createTestKey,
@@ -292,11 +292,9 @@ describe('API key management (dashboard session)', () => {
 describe('API key authentication on API-key endpoints', () => {
   let server: TestServer;
   let merchant: Merchant;
-  let routeAvailable = false;
   before(async () => {
     server = await startTestServer();
     merchant = await createTestMerchant(server, 'Key Shop');
-    routeAvailable = await keyRouteAvailable(server);
   });
   after(() => server.close());
 
@@ -309,8 +307,7 @@ describe('API key authentication on API-key endpoints', () => {
     return response.body.raw_key ?? '';
   }
 
-  test('a valid key works with Authorization: Api-Key and with the Api-Key header', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a valid key works with Authorization: Api-Key and with the Api-Key header', async () => {
     const key = await rotate('production');
     const viaAuthorization = await call(server, 'GET', `/api${KEY_ROUTE}`, {
       headers: { authorization: `Api-Key ${key}` },
@@ -320,8 +317,7 @@ describe('API key authentication on API-key endpoints', () => {
     assert.equal(viaHeader.status, 404, viaHeader.text);
   });
 
-  test('a missing, malformed or unknown key is a 401 with a detail, in both header styles', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a missing, malformed or unknown key is a 401 with a detail, in both header styles', async () => {
     const unknown = `kassa_live_${'A'.repeat(40)}`;
     const cases: Record<string, string>[] = [
       {},
@@ -338,8 +334,7 @@ describe('API key authentication on API-key endpoints', () => {
     }
   });
 
-  test('a sandbox key on /api/ is a 401 naming the sandbox base path', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a sandbox key on /api/ is a 401 naming the sandbox base path', async () => {
     const key = await rotate('sandbox');
     const response = await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: key });
     assert.equal(response.status, 401);
@@ -347,16 +342,14 @@ describe('API key authentication on API-key endpoints', () => {
     assert.equal((await call(server, 'GET', `/sandbox/api${KEY_ROUTE}`, { apiKey: key })).status, 404);
   });
 
-  test('a production key on /sandbox/api/ is a 401 naming the production base path', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a production key on /sandbox/api/ is a 401 naming the production base path', async () => {
     const key = await rotate('production');
     const response = await call(server, 'GET', `/sandbox/api${KEY_ROUTE}`, { apiKey: key });
     assert.equal(response.status, 401);
     assert.match(detail(response.body), /(?<!sandbox)\/api\//);
   });
 
-  test('a rotated-away key is refused at once and its replacement works', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a rotated-away key is refused at once and its replacement works', async () => {
     const old = await rotate('production');
     assert.equal((await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: old })).status, 404);
     const replacement = await rotate('production');
@@ -364,8 +357,7 @@ describe('API key authentication on API-key endpoints', () => {
     assert.equal((await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: replacement })).status, 404);
   });
 
-  test('a revoked key is refused at once', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a revoked key is refused at once', async () => {
     const key = await rotate('production');
     assert.equal((await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: key })).status, 404);
     const list = await call<KeyRecord[]>(server, 'GET', KEYS, { token: merchant.token });
@@ -377,8 +369,7 @@ describe('API key authentication on API-key endpoints', () => {
     assert.equal((await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: key })).status, 401);
   });
 
-  test('last_used_at is set once the key has been used', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('last_used_at is set once the key has been used', async () => {
     const key = await rotate('production');
     const before = await call<KeyRecord[]>(server, 'GET', KEYS, { token: merchant.token });
     const record = before.body.find((k) => k.prefix === key.slice(0, 16));
@@ -389,8 +380,7 @@ describe('API key authentication on API-key endpoints', () => {
     assert.ok(Date.parse(used?.last_used_at ?? '') > 0);
   });
 
-  test('a key without the required scope is a 403 naming the scope; an empty scope list allows everything', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a key without the required scope is a 403 naming the scope; an empty scope list allows everything', async () => {
     const other = await createTestMerchant(server, 'Scoped Shop');
     const narrow = await createTestKey(server, other, { scopes: 'checkout:create' });
     const response = await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: narrow });
@@ -404,8 +394,7 @@ describe('API key authentication on API-key endpoints', () => {
     assert.equal((await call(server, 'GET', `/api${KEY_ROUTE}`, { apiKey: read })).status, 404);
   });
 
-  test('a dashboard session token on an API-key endpoint is a 401', async (t) => {
-    if (!routeAvailable) return t.skip(NEEDS_KEY_ROUTE);
+  test('a dashboard session token on an API-key endpoint is a 401', async () => {
     const response = await call(server, 'GET', `/api${KEY_ROUTE}`, { token: merchant.token });
     assert.equal(response.status, 401);
     assert.match(detail(response.body), /API key/);

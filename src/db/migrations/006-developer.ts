@@ -18,7 +18,11 @@ export function developer(kind: DatabaseKind): Migration {
         .addColumn('locked_until', 'text', (c) => c.notNull())
         .addUniqueConstraint('idempotency_keys_scope', ['organization_id', 'environment', 'key'])
         .execute();
-      await db.schema.createIndex('idempotency_keys_created').on('idempotency_keys').column('created_at').execute();
+      await db.schema
+        .createIndex('idempotency_keys_created')
+        .on('idempotency_keys')
+        .column('created_at')
+        .execute();
     },
   };
 }

@@ -8,12 +8,21 @@ import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 
 const limiters = new WeakMap<AppContext, FixedWindowLimiter>();
 
-export function limitPublicCaller(ctx: AppContext, request: FastifyRequest, reply: FastifyReply, scope = ''): void {
+export function limitPublicCaller(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  scope = '',
+): void {
   let limiter = limiters.get(ctx);
   if (!limiter) {
     const { publicPerWindow, publicWindowMs } = ctx.config.rateLimits;
     limiter = new FixedWindowLimiter(publicPerWindow, publicWindowMs, ctx.clock);
     limiters.set(ctx, limiter);
   }
-  applyRateLimit(reply, limiter.hit(scope ? `${request.ip}|${scope}` : request.ip), 'Too many requests from this address. Try again later.');
+  applyRateLimit(
+    reply,
+    limiter.hit(scope ? `${request.ip}|${scope}` : request.ip),
+    'Too many requests from this address. Try again later.',
+  );
 }

@@ -1,10 +1,10 @@
 // GET /api/organization/events/: the organization's events as written to the outbox, oldest first
 // after a cursor. With `wait`, it long-polls: `kassa listen` and the dashboard follow it live.
 import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
-import type { AppContext } from '../../context.ts';
 
 const Query = Type.Object({
   after: Type.Optional(Type.String({ pattern: '^\\d{1,15}$' })),
@@ -27,7 +27,8 @@ async function readEvents(
     .orderBy('id', 'asc')
     .limit(filter.limit);
   if (filter.subject) query = query.where('subject', '=', filter.subject);
-  if (filter.environment) query = query.where('environment', '=', filter.environment as 'production' | 'sandbox');
+  if (filter.environment)
+    query = query.where('environment', '=', filter.environment as 'production' | 'sandbox');
   const rows = await query.execute();
   return rows.map((row) => ({
     id: row.id,

@@ -3,7 +3,7 @@
 // POST /api/refunds/ (which answers 405 to an API key, as GET /refunds/ on that path is theirs).
 import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
-import { MethodNotAllowedError, NotFoundError } from '../../http/errors.ts';
+import { MethodNotAllowedError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { listRefunds, presentRefund } from './list.ts';
 import {
@@ -77,6 +77,16 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
 
 export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
   const requireSession = sessionAuth(ctx);
+
+  // The dashboard's refund list: the same filters and page shape as GET /refunds/ (an API-key endpoint),
+  // with ?environment=production|sandbox (default production).
+  app.get('/organization/refunds/', { preValidation: requireSession }, async (request) => {
+    const environment = (request.query as { environment?: string } | undefined)?.environment ?? 'production';
+    if (environment !== 'production' && environment !== 'sandbox') {
+      throw new ValidationError('environment: must be one of production, sandbox.');
+    }
+    return listRefunds(ctx.db, { organizationId: sessionOf(request).organizationId, environment }, request);
+  });
 
   app.post('/refunds/verification-code/', { preValidation: requireSession }, async (request, reply) =>
     reply.code(202).send(await issueVerificationCode(ctx, sessionOf(request))),

@@ -1,7 +1,7 @@
 // One payment: amounts, fees and breakdown, the card-attempt timeline, its refunds, the webhook
 // events sent for it; refund it (with the emailed code) or resend its webhook.
 import { useEffect, useState } from 'react';
-import { ApiError, api, asPage, type Page } from '../api.ts';
+import { api, asPage, type Page } from '../api.ts';
 import { dateTime, money, titleCase } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
@@ -58,48 +58,16 @@ function AttemptTimeline({ attempts }: { attempts: DepositAttempt[] }) {
   );
 }
 
-interface RefundEvent {
-  type: string;
-  payload: Partial<Refund> & { refund_id?: string };
-}
-
-const EVENT_PAGES = 10;
-
-/**
- * The payment's refunds from GET /refunds/?search=. Where that list does not take dashboard sessions,
- * they are read from the organization's refund.status_changed events instead (latest state per refund).
- */
+/** The payment's refunds, from the dashboard's refund list searched by the payment id. */
 async function loadRefunds(payment: Payment, signal: AbortSignal): Promise<Refund[]> {
-  try {
-    const page = asPage(
-      await api.get<Page<Refund> | Refund[]>(
-        '/refunds/',
-        { search: payment.id, page_size: 100, environment: payment.environment },
-        signal,
-      ),
-    );
-    return (page?.results ?? []).filter((refund) => refund.transaction_id === payment.id);
-  } catch (error) {
-    if (!(error instanceof ApiError) || ![401, 403, 404, 405].includes(error.status)) throw error;
-  }
-  const latest = new Map<string, Refund>();
-  let after = '0';
-  for (let page = 0; page < EVENT_PAGES; page += 1) {
-    const batch = await api.get<{ results: RefundEvent[]; cursor: string }>(
-      '/organization/events/',
-      { after, limit: 500, environment: payment.environment },
+  const page = asPage(
+    await api.get<Page<Refund> | Refund[]>(
+      '/organization/refunds/',
+      { search: payment.id, page_size: 100, environment: payment.environment },
       signal,
-    );
-    for (const event of batch.results) {
-      const refund = event.payload;
-      if (event.type !== 'refund.status_changed' || refund.transaction_id !== payment.id || !refund.refund_id)
-        continue;
-      latest.set(refund.refund_id, { ...(refund as Refund), id: refund.refund_id });
-    }
-    if (batch.results.length < 500) break;
-    after = batch.cursor;
-  }
-  return [...latest.values()].reverse();
+    ),
+  );
+  return (page?.results ?? []).filter((refund) => refund.transaction_id === payment.id);
 }
 
 function PaymentRefunds({ payment }: { payment: Payment }) {

@@ -78,7 +78,7 @@ export function RefundsPage({ query }: { query: URLSearchParams }) {
   const page = pageNumber(query);
   const pageSize = 20;
   const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) ?? '']));
-  const refunds = useApi<Page<Refund> | Refund[]>('/refunds/', {
+  const refunds = useApi<Page<Refund> | Refund[]>('/organization/refunds/', {
     page,
     page_size: pageSize,
     search: filters.search,
