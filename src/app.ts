@@ -122,6 +122,10 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     }
   });
 
+  // Response schemas document the API (OpenAPI) and the e2e suite checks responses against them; they
+  // never shape what is sent, which fast-json-stringify would do by dropping or coercing fields.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
   registerErrorHandling(app);
   await registerOpenApi(app);
   const metrics = createMetrics(app);

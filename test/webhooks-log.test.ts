@@ -144,6 +144,9 @@ describe('the webhook delivery log, redelivery and resend', () => {
     assert.equal(refunds.body.count, 1);
     assert.equal(refunds.body.results[0].event, 'refund.status_changed');
     assert.equal((await list('?status=failed')).body.count, 0);
+    const bySubject = await list('?subject=RF0000000000000003');
+    assert.equal(bySubject.body.count, 1);
+    assert.equal(bySubject.body.results[0].event, 'refund.status_changed');
     assert.equal((await list('?status=nope')).status, 400);
     assert.equal((await list('?event=nope')).status, 400);
     assert.equal((await list('?page_size=101')).status, 400);

@@ -27,6 +27,8 @@ function requiredScopes(route: RouteOptions): readonly string[] | null {
 }
 
 function document(route: RouteOptions): void {
+  // The automatic HEAD twin of a GET shares its schema object: documenting it again would repeat the notes.
+  if (route.method === 'HEAD') return;
   const schema: FastifySchema & Record<string, unknown> = (route.schema ?? {}) as FastifySchema &
     Record<string, unknown>;
   route.schema = schema;

@@ -1,5 +1,6 @@
-// Schema pieces shared by several modules.
-import { Type } from 'typebox';
+// Schema pieces shared by several modules: request fields, and the building blocks of the response
+// schemas (documentation only: responses are serialized with JSON.stringify, see app.ts).
+import { type TProperties, type TSchema, Type } from 'typebox';
 
 export const ErrorBody = Type.Object({ detail: Type.String() }, { $id: 'Error' });
 
@@ -8,3 +9,30 @@ export const Url = Type.String({ format: 'uri', maxLength: 2048 });
 export const Currency = Type.Union([Type.Literal('USD'), Type.Literal('EUR')]);
 export const DecimalString = Type.String({ pattern: '^\\d+(\\.\\d{1,2})?$', maxLength: 18 });
 export const IdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
+
+/** `schema` or null. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** A response object: every field listed, nothing else sent. */
+export const Shape = <T extends TProperties>(properties: T, description?: string) =>
+  Type.Object(properties, { additionalProperties: false, ...(description ? { description } : {}) });
+
+/** An amount as the API sends it: a decimal string with two decimals ("12.50"; "-3.00" for debits). */
+export const Money = Type.String({ pattern: '^-?\\d+\\.\\d{2}$', examples: ['12.50'] });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
+
+/** Django REST Framework style page: {count, next, previous, results}. */
+export const Page = <T extends TSchema>(item: T, description: string) =>
+  Shape(
+    {
+      count: Type.Integer({ minimum: 0 }),
+      next: Nullable(Type.String({ format: 'uri' })),
+      previous: Nullable(Type.String({ format: 'uri' })),
+      results: Type.Array(item),
+    },
+    description,
+  );
+
+/** A 204: no body. */
+export const NoContent = Type.Null({ description: 'No content.' });

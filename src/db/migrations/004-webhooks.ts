@@ -56,6 +56,11 @@ export function webhooks(kind: DatabaseKind): Migration {
         .on('webhook_deliveries')
         .columns(['organization_id', 'id'])
         .execute();
+      await db.schema
+        .createIndex('webhook_deliveries_subject')
+        .on('webhook_deliveries')
+        .columns(['organization_id', 'subject', 'id'])
+        .execute();
 
       await withId(db.schema.createTable('webhook_attempts'), kind)
         .addColumn('delivery_id', 'bigint', (c) => c.notNull().references('webhook_deliveries.id'))

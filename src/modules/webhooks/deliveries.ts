@@ -56,6 +56,7 @@ async function redeliveryIds(ctx: AppContext, rows: WebhookDeliveryRow[]) {
 export interface DeliveryQuery {
   status?: string;
   event?: string;
+  subject?: string;
 }
 
 export async function listDeliveries(
@@ -73,7 +74,8 @@ export async function listDeliveries(
   if (event !== undefined && !EVENT_TYPES.includes(event as EventType)) {
     throw new ValidationError(`event: must be one of ${EVENT_TYPES.join(', ')}.`);
   }
-  const filter = { status: status as DeliveryStatus | undefined, event };
+  const subject = query.subject || undefined;
+  const filter = { status: status as DeliveryStatus | undefined, event, subject };
   const [count, rows] = await Promise.all([
     store.countDeliveries(ctx.db, organizationId, filter),
     store.listDeliveries(ctx.db, organizationId, filter, page),
@@ -84,7 +86,7 @@ export async function listDeliveries(
   );
   return pageBody(page, count, results, {
     base,
-    query: { status, event, page_size: String(page.pageSize) },
+    query: { status, event, subject, page_size: String(page.pageSize) },
   });
 }
 

@@ -33,6 +33,7 @@ export const ListDeliveriesSchema = {
     ...PageQuery,
     status: Type.Optional(Type.String({ maxLength: 32 })),
     event: Type.Optional(Type.String({ maxLength: 64 })),
+    subject: Type.Optional(Type.String({ maxLength: 64 })),
   }),
 };
 

@@ -91,12 +91,14 @@ export function markEventDispatched(db: Executor, eventId: number, now: string) 
 export interface DeliveryFilter {
   status?: DeliveryStatus;
   event?: string;
+  subject?: string;
 }
 
 function filtered(db: Executor, organizationId: number, filter: DeliveryFilter) {
   let query = db.selectFrom('webhook_deliveries').where('organization_id', '=', organizationId);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.event) query = query.where('event_type', '=', filter.event);
+  if (filter.subject) query = query.where('subject', '=', filter.subject);
   return query;
 }
 
