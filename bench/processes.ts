@@ -1,7 +1,8 @@
 // Child processes of the benchmark: the real service, the bare Fastify server, the CLI and autocannon.
 // Each runs in its own process so the load generator never shares a CPU queue with what it measures.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
 export const ROOT = join(import.meta.dirname, '..');
@@ -69,15 +70,70 @@ export async function runNode(
   return { code, output: child.output() };
 }
 
-/** Resident set size of a process in MiB, from /proc (Linux). */
-export function rssMiB(pid: number | undefined): number | null {
+/** A field of /proc/<pid>/status in MB (10^6 bytes), e.g. VmRSS (resident now) or VmHWM (peak). */
+export function procMemoryMB(pid: number | undefined, field: 'VmRSS' | 'VmHWM'): number | null {
   if (pid === undefined) return null;
   try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Math.round((Number(match[1]) / 1024) * 10) / 10 : null;
+    const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round((Number(match[1]) * 1024) / 1e5) / 10 : null;
   } catch {
     return null;
   }
+}
+
+/** Samples a process's VmRSS every `intervalMs` until stopped; returns the highest value seen (MB). */
+export function sampleRss(pid: number | undefined, intervalMs = 100): { stop(): number | null } {
+  let peak: number | null = procMemoryMB(pid, 'VmRSS');
+  const timer = setInterval(() => {
+    const now = procMemoryMB(pid, 'VmRSS');
+    if (now !== null && (peak === null || now > peak)) peak = now;
+  }, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const now = procMemoryMB(pid, 'VmRSS');
+      if (now !== null && (peak === null || now > peak)) peak = now;
+      return peak;
+    },
+  };
+}
+
+/**
+ * Resets a process's peak resident size (VmHWM) to its current size (Linux: clear_refs 5), so the next
+ * VmHWM read is the peak since now. Returns false where that is not allowed.
+ */
+export function resetPeakRss(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ): 100 on every Linux this runs on. */
+const USER_HZ = 100;
+
+/**
+ * CPU seconds (user + system) a process has used so far. On a shared machine this is the figure that
+ * holds: wall-clock rates drop when other processes take the CPUs, CPU time per operation does not.
+ */
+export function cpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at state, field 3.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  } catch {
+    return null;
+  }
+}
+
+/** The 1-minute load average, rounded: printed beside every figure, since a busy machine lowers them all. */
+export function load1(): number {
+  return Math.round(loadavg()[0] * 100) / 100;
 }
 
 /** SIGTERM, then SIGKILL after a grace period; resolves when the process is gone. */

@@ -1,263 +1,385 @@
-// npm run bench: throughput and latency of the real service, next to a bare Fastify route.
+// npm run bench: throughput and latency of the real service next to a bare Fastify route, on SQLite and
+// on PostgreSQL, with the service's peak memory. Each database gets a fresh `kassa serve` child (API +
+// worker, logs off, rate limits out of the way), a merchant made with the CLI and an API key and webhook
+// endpoint made through the API; the load comes from child processes (autocannon, bench/driver.ts) and
+// webhooks go to a loopback receiver process. Figures go to the terminal and to bench/results/*.json.
 //
-// The service runs as `kassa serve` would in production (API + worker, logs off) on SQLite, and also
-// on PostgreSQL when KASSA_BENCH_DATABASE_URL (or KASSA_TEST_DATABASE_URL) is set. autocannon runs in
-// a child process of its own. Figures go to the terminal and to bench/results/<timestamp>.json.
-//
-// KASSA_BENCH_DURATION_S (default 5) and KASSA_BENCH_CONNECTIONS (default 10) tune each measurement.
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+//   KASSA_BENCH_SECONDS (default 5)       length of each measurement (plus 1 s of warm-up)
+//   KASSA_BENCH_CONNECTIONS (default 10)  concurrent connections / clients
+//   KASSA_BENCH_DATABASE_URL              PostgreSQL server (default postgres://root@127.0.0.1:5432/test);
+//                                         a fresh schema is made and dropped; skipped if unreachable
+//   KASSA_BENCH_DATABASES                 e.g. "sqlite" to run one database only
+//   KASSA_BENCH_ONLY                      run only the scenarios whose name contains this text
+//   KASSA_BENCH_PROFILE=1                 CPU-profile the service (node --cpu-prof); the profile is
+//                                         summarised and kept under bench/results/profiles/
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { type Child, ROOT, rssMiB, runNode, sleep, startNode, stop, waitFor } from './processes.ts';
-import { type BenchRequest, type CallResult, SCENARIOS, type ServiceFixture } from './scenarios.ts';
+import { loadConfig } from '../src/config.ts';
+import { type DbHandle, openDatabase } from '../src/db/connection.ts';
+import { autocannon, summarize } from './autocannon.ts';
+import {
+  type Child,
+  cpuSeconds,
+  load1,
+  procMemoryMB,
+  ROOT,
+  resetPeakRss,
+  sampleRss,
+  sleep,
+  startNode,
+  stop,
+  waitFor,
+} from './processes.ts';
+import { summarizeProfile } from './profile.ts';
+import { startReceiverProcess } from './receiver.ts';
+import { SCENARIOS, type ScenarioResult, WEBHOOK_RATE } from './scenarios.ts';
+import {
+  createBenchDatabase,
+  createMerchantWithCli,
+  type DatabaseKind,
+  DEFAULT_PG_URL,
+  merchantAccess,
+  postgresProblem,
+  startServe,
+} from './service.ts';
 
-const DURATION_S = Number(process.env.KASSA_BENCH_DURATION_S) || 5;
+const SECONDS = Number(process.env.KASSA_BENCH_SECONDS) || 5;
 const CONNECTIONS = Number(process.env.KASSA_BENCH_CONNECTIONS) || 10;
-const WARMUP_S = 1;
-const IDLE_WAIT_MS = 3000;
-const PG_URL = process.env.KASSA_BENCH_DATABASE_URL || process.env.KASSA_TEST_DATABASE_URL || '';
+const WARMUP_SECONDS = 1;
+const PG_URL = process.env.KASSA_BENCH_DATABASE_URL || DEFAULT_PG_URL;
+const DATABASES = (process.env.KASSA_BENCH_DATABASES || 'sqlite,postgres').split(',');
+const ONLY = process.env.KASSA_BENCH_ONLY || '';
+const PROFILE = process.env.KASSA_BENCH_PROFILE === '1';
+const STARTED_AT = new Date();
+const RESULTS_DIR = join(ROOT, 'bench', 'results');
 
-interface Measurement {
+interface Row extends ScenarioResult {
   database: string;
   scenario: string;
-  requests_per_s: number;
-  p50_ms: number;
-  p99_ms: number;
-  total: number;
-  unexpected: number;
-  errors: number;
-  expect_status: number;
-  ratio_to_bare: number | null;
-  note?: string;
+  ratioToBare: number | null;
+  /** Service CPU per operation (request, flow, delivery), in µs. */
+  cpuUsPerOp: number | null;
+  /** The bare route's CPU per request over this scenario's CPU per HTTP request: the ratio a busy machine does not skew. */
+  cpuRatioToBare: number | null;
+  /** Highest VmRSS of the service sampled during this scenario. */
+  peakRssMB: number | null;
+  /** 1-minute load average when the scenario started. */
+  load1: number;
 }
 
 interface ServiceRun {
-  database: string;
-  idle_rss_mib: number | null;
-  rss_after_load_mib: number | null;
+  database: DatabaseKind;
+  idleRssMB: number | null;
+  /** The highest of the scenarios' peaks: the service's peak resident memory under load. */
+  peakRssMB: number | null;
+  /** VmHWM after setup: includes the login's scrypt spike. */
+  setupPeakRssMB?: number | null;
+  profile?: string;
   error?: string;
+  skipped?: string;
 }
 
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number };
-  errors: number;
-  timeouts: number;
-  statusCodeStats?: Record<string, { count: number }>;
+function log(line: string) {
+  process.stderr.write(`${line}\n`);
 }
 
-async function autocannon(url: string, request: BenchRequest, seconds: number): Promise<AutocannonResult> {
-  const args = [
-    join(ROOT, 'node_modules', 'autocannon', 'autocannon.js'),
-    '-j',
-    '-n',
-    '-c',
-    String(CONNECTIONS),
-    '-d',
-    String(seconds),
-    '-m',
-    request.method,
-  ];
-  for (const [name, value] of Object.entries(request.headers ?? {})) args.push('-H', `${name}=${value}`);
-  if (request.body !== undefined) args.push('-H', 'content-type=application/json', '-b', request.body);
-  args.push(url + request.path);
-  const { code, output } = await runNode(args, {});
-  const json = output.slice(output.indexOf('{'), output.lastIndexOf('}') + 1);
-  if (code !== 0 || !json) throw new Error(`autocannon failed (${code}):\n${output}`);
-  return JSON.parse(json) as AutocannonResult;
+interface Bare {
+  requestsPerS: number;
+  cpuUsPerRequest: number | null;
 }
 
-async function measure(
-  database: string,
-  scenario: string,
-  url: string,
-  request: BenchRequest,
-  bare: number | null,
-): Promise<Measurement> {
-  process.stderr.write(`  ${database.padEnd(10)} ${scenario} …\n`);
-  await autocannon(url, request, WARMUP_S);
-  const result = await autocannon(url, request, DURATION_S);
-  const expected = result.statusCodeStats?.[String(request.expectStatus)]?.count ?? 0;
-  const rps = Math.round(result.requests.average);
-  return {
-    database,
-    scenario,
-    requests_per_s: rps,
-    p50_ms: result.latency.p50,
-    p99_ms: result.latency.p99,
-    total: result.requests.total,
-    unexpected: result.statusCodeStats ? result.requests.total - expected : 0,
-    errors: result.errors + result.timeouts,
-    expect_status: request.expectStatus,
-    ratio_to_bare: bare ? Math.round((rps / bare) * 1000) / 1000 : null,
-    ...(request.note ? { note: request.note } : {}),
-  };
+/** Service CPU per operation, and per HTTP request (a flow is three), in µs. */
+function cpuCost(result: ScenarioResult): { perOp: number | null; perRequest: number | null } {
+  if (result.serviceCpuS === null || result.total === 0) return { perOp: null, perRequest: null };
+  const perOp = (result.serviceCpuS * 1e6) / result.total;
+  const requestsPerOp =
+    result.requestsPerS === null || result.rate === 0 ? null : result.requestsPerS / result.rate;
+  return { perOp, perRequest: requestsPerOp === null ? null : perOp / requestsPerOp };
 }
 
-function fixtureCall(url: string): ServiceFixture['call'] {
-  return async (method, path, options = {}) => {
-    const headers: Record<string, string> = {};
-    if (options.token) headers.authorization = `Token ${options.token}`;
-    if (options.apiKey) headers.authorization = `Api-Key ${options.apiKey}`;
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(url + path, {
-      method,
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : {}) as CallResult['body'] };
-  };
-}
-
-/** A running service with a merchant, a session and an API key, as the scenarios expect. */
-async function startBenchService(
-  env: Record<string, string>,
-): Promise<{ child: Child; fixture: ServiceFixture }> {
-  const password = randomBytes(12).toString('base64url');
-  const created = await runNode(
-    [
-      'src/cli/main.ts',
-      'merchant',
-      'create',
-      '--org',
-      'Bench Shop',
-      '--email',
-      'bench@kassa.test',
-      '--password',
-      password,
-    ],
-    env,
-  );
-  if (created.code !== 0) throw new Error(`merchant create failed:\n${created.output}`);
-  const child = startNode(['src/cli/main.ts', 'serve'], env);
-  const [, url] = await waitFor(child, /listening on (http:\/\/\S+)/);
-  const call = fixtureCall(url);
-  const login = await call('POST', '/api/auth/login/', { body: { email: 'bench@kassa.test', password } });
-  if (login.status !== 200) throw new Error(`login failed: ${JSON.stringify(login.body)}`);
-  const token = String(login.body.token);
-  const key = await call('POST', '/api/organization/api-keys/', {
-    token,
-    body: { name: 'bench', allowed_scopes: '' },
-  });
-  if (key.status !== 201) throw new Error(`key creation failed: ${JSON.stringify(key.body)}`);
-  return { child, fixture: { url, token, apiKey: String(key.body.raw_key), call } };
-}
-
-async function benchDatabase(
-  database: 'sqlite' | 'postgres',
-  bare: number | null,
-  results: Measurement[],
-): Promise<ServiceRun> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'kassa-bench-'));
-  const schema = `kassa_bench_${randomBytes(4).toString('hex')}`;
-  const env: Record<string, string> = {
-    KASSA_DATA_DIR: dataDir,
-    KASSA_HOST: '127.0.0.1',
-    KASSA_PORT: '0',
-    KASSA_LOG_LEVEL: 'silent',
-    KASSA_SECRET_KEY: randomBytes(32).toString('hex'),
-    // The benchmark is one client hammering one key: the per-key limit would measure only 429s.
-    KASSA_RATE_LIMIT_API_KEY: '1000000000',
-    KASSA_RATE_LIMIT_PUBLIC: '1000000000',
-    ...(database === 'postgres' ? { DATABASE_URL: PG_URL, KASSA_DB_SCHEMA: schema } : {}),
-  };
-  let child: Child | null = null;
-  const run: ServiceRun = { database, idle_rss_mib: null, rss_after_load_mib: null };
-  try {
-    const started = await startBenchService(env);
-    child = started.child;
-    await sleep(IDLE_WAIT_MS);
-    run.idle_rss_mib = rssMiB(child.process.pid);
-    for (const scenario of SCENARIOS) {
-      const request = await scenario.setup(started.fixture);
-      results.push(await measure(database, scenario.name, started.fixture.url, request, bare));
-    }
-    run.rss_after_load_mib = rssMiB(child.process.pid);
-  } catch (error) {
-    run.error = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`  ${database}: ${run.error}\n`);
-  } finally {
-    if (child) await stop(child);
-    rmSync(dataDir, { recursive: true, force: true });
-    if (database === 'postgres') {
-      const client = new pg.Client({ connectionString: PG_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await client.end();
-    }
-  }
-  return run;
-}
-
-async function benchBare(results: Measurement[]): Promise<number | null> {
+async function benchBare(rows: Row[]): Promise<Bare> {
   const child = startNode(['bench/bare-server.ts'], {});
   try {
     const [, url] = await waitFor(child, /listening on (http:\/\/\S+)/);
-    const request: BenchRequest = { method: 'GET', path: '/bare', expectStatus: 200 };
-    const result = await measure('-', 'bare Fastify route', url, request, null);
-    results.push({ ...result, ratio_to_bare: 1 });
-    return result.requests_per_s;
+    log('  bare Fastify route …');
+    const load1Now = load1();
+    const rss = sampleRss(child.process.pid);
+    const request = { method: 'GET', path: '/bare', expectStatus: 200 } as const;
+    await autocannon(url, request, WARMUP_SECONDS, CONNECTIONS);
+    const cpuBefore = cpuSeconds(child.process.pid);
+    const result = summarize(await autocannon(url, request, SECONDS, CONNECTIONS), request);
+    const cpuAfter = cpuSeconds(child.process.pid);
+    const measured: ScenarioResult = {
+      unit: 'req/s',
+      rate: result.requestsPerS,
+      requestsPerS: result.requestsPerS,
+      p50Ms: result.p50Ms,
+      p99Ms: result.p99Ms,
+      total: result.total,
+      failed: result.failed,
+      serviceCpuS: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+    };
+    const cost = cpuCost(measured);
+    rows.push({
+      database: '-',
+      scenario: 'bare Fastify route (the ceiling)',
+      ...measured,
+      ratioToBare: 1,
+      cpuUsPerOp: cost.perOp,
+      cpuRatioToBare: 1,
+      peakRssMB: rss.stop(),
+      load1: load1Now,
+    });
+    return { requestsPerS: result.requestsPerS, cpuUsPerRequest: cost.perRequest };
   } finally {
     await stop(child);
   }
 }
 
-function printTable(results: Measurement[], runs: ServiceRun[]): void {
-  const rows = [
-    ['database', 'scenario', 'req/s', 'p50 ms', 'p99 ms', 'vs bare', 'status'],
-    ...results.map((r) => [
-      r.database,
-      r.scenario,
-      String(r.requests_per_s),
-      String(r.p50_ms),
-      String(r.p99_ms),
-      r.ratio_to_bare === null ? '-' : `${Math.round(r.ratio_to_bare * 100)}%`,
-      `${r.expect_status}${r.unexpected || r.errors ? ` (${r.unexpected} unexpected, ${r.errors} errors)` : ''}`,
+async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promise<ServiceRun> {
+  const run: ServiceRun = { database: kind, idleRssMB: null, peakRssMB: null };
+  if (kind === 'postgres') {
+    const problem = await postgresProblem(PG_URL);
+    if (problem) {
+      run.skipped = `PostgreSQL at ${PG_URL} is not reachable (${problem}); set KASSA_BENCH_DATABASE_URL`;
+      log(`  postgres: skipped — ${run.skipped}`);
+      return run;
+    }
+  }
+  const database = createBenchDatabase(kind, PG_URL);
+  const profileDir = join(
+    RESULTS_DIR,
+    'profiles',
+    `${STARTED_AT.toISOString().replace(/[:.]/g, '-')}-${kind}`,
+  );
+  let service: Child | null = null;
+  const receiver = await startReceiverProcess();
+  let bench: DbHandle | null = null;
+  try {
+    const merchant = await createMerchantWithCli(database.env);
+    const started = await startServe(database.env, {
+      nodeFlags: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    });
+    service = started.child;
+    const access = await merchantAccess(started.url, merchant, `${receiver.url}/hooks`);
+    if (access.webhookSecret) await receiver.ask({ type: 'secret', secret: access.webhookSecret }, 'ok');
+    bench = openDatabase(loadConfig(database.env).database);
+    await sleep(2000);
+    run.idleRssMB = procMemoryMB(service.process.pid, 'VmRSS');
+    // Setting up logged in once: a scrypt hash (N = 2^17, r = 8) holds 128 MiB for a moment. That
+    // spike is a login's, not the load's; each scenario's peak is measured on its own below.
+    run.setupPeakRssMB = procMemoryMB(service.process.pid, 'VmHWM');
+    const context = {
+      url: started.url,
+      access,
+      webhooks: {
+        db: bench.db,
+        organizationId: merchant.organizationId,
+        receiver,
+        timeoutMs: 60_000,
+      },
+      seconds: SECONDS,
+      warmupSeconds: WARMUP_SECONDS,
+      connections: CONNECTIONS,
+      paid: [],
+      serviceCpu: () => cpuSeconds(service?.process.pid),
+    };
+    for (const scenario of SCENARIOS) {
+      if (ONLY && !scenario.name.includes(ONLY)) continue;
+      log(`  ${kind.padEnd(8)} ${scenario.name} …`);
+      const load1Now = load1();
+      // The peak of this scenario alone: VmHWM reset before it (else the highest sample every 100 ms).
+      const exact = resetPeakRss(service.process.pid);
+      const rss = sampleRss(service.process.pid);
+      const result = await scenario.run(context);
+      const sampled = rss.stop();
+      const peak = exact ? procMemoryMB(service.process.pid, 'VmHWM') : sampled;
+      const cost = cpuCost(result);
+      if (peak !== null && (run.peakRssMB === null || peak > run.peakRssMB)) run.peakRssMB = peak;
+      rows.push({
+        database: kind,
+        scenario: scenario.name,
+        ...result,
+        ratioToBare:
+          result.requestsPerS === null
+            ? null
+            : Math.round((result.requestsPerS / bare.requestsPerS) * 1000) / 1000,
+        cpuUsPerOp: cost.perOp === null ? null : Math.round(cost.perOp),
+        cpuRatioToBare:
+          cost.perRequest === null || bare.cpuUsPerRequest === null
+            ? null
+            : Math.round((bare.cpuUsPerRequest / cost.perRequest) * 1000) / 1000,
+        peakRssMB: peak,
+        load1: load1Now,
+      });
+    }
+  } catch (error) {
+    run.error = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    log(`  ${kind}: FAILED ${run.error}`);
+  } finally {
+    if (service) await stop(service);
+    receiver.close();
+    await bench?.close();
+    await database.drop();
+  }
+  if (PROFILE && existsSync(profileDir)) {
+    const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
+    if (file) {
+      run.profile = join(profileDir, file);
+      console.log(
+        `\nCPU profile of the ${kind} service: ${run.profile}\n${summarizeProfile(run.profile, 25)}`,
+      );
+    }
+  }
+  return run;
+}
+
+function format(value: number | null, digits = 0): string {
+  return value === null ? '-' : value.toFixed(digits);
+}
+
+function printTable(rows: Row[], runs: ServiceRun[]): void {
+  const table = [
+    [
+      'database',
+      'scenario',
+      'rate',
+      'unit',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+      'vs bare',
+      'CPU µs/op',
+      'vs bare (CPU)',
+      'peak RSS MB',
+      'load',
+    ],
+    ...rows.map((row) => [
+      row.database,
+      row.scenario,
+      format(row.rate, row.rate < 100 ? 1 : 0),
+      row.unit,
+      format(row.requestsPerS),
+      format(row.p50Ms, row.p50Ms !== null && row.p50Ms < 10 ? 1 : 0),
+      format(row.p99Ms, row.p99Ms !== null && row.p99Ms < 10 ? 1 : 0),
+      row.ratioToBare === null ? '-' : `${(row.ratioToBare * 100).toFixed(1)}%`,
+      format(row.cpuUsPerOp),
+      row.cpuRatioToBare === null ? '-' : `${(row.cpuRatioToBare * 100).toFixed(1)}%`,
+      format(row.peakRssMB),
+      row.load1.toFixed(2),
     ]),
   ];
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  const line = (row: string[]) =>
-    row.map((cell, i) => (i >= 2 && i <= 5 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ');
-  console.log(`\n${line(rows[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
-  for (const row of rows.slice(1)) console.log(line(row));
-  for (const r of results) if (r.note) console.log(`note (${r.database}, ${r.scenario}): ${r.note}`);
+  const widths = table[0].map((_, column) => Math.max(...table.map((line) => line[column].length)));
+  const numeric = new Set([2, 4, 5, 6, 7, 8, 9, 10, 11]);
+  const line = (cells: string[]) =>
+    cells.map((cell, i) => (numeric.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ');
+  console.log(`\n${line(table[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
+  for (const cells of table.slice(1)) console.log(line(cells));
+  for (const row of rows) {
+    const notes = [row.failed ? `${row.failed} failed` : '', row.note ?? ''].filter(Boolean).join('; ');
+    if (notes) console.log(`  (${row.database}, ${row.scenario}): ${notes}`);
+  }
   console.log('');
   for (const run of runs) {
-    console.log(
-      `${run.database}: idle RSS ${run.idle_rss_mib ?? '?'} MiB, after load ${run.rss_after_load_mib ?? '?'} MiB${run.error ? ` — FAILED: ${run.error.split('\n')[0]}` : ''}`,
-    );
+    if (run.skipped) console.log(`${run.database}: skipped — ${run.skipped}`);
+    else
+      console.log(
+        `${run.database}: idle RSS ${format(run.idleRssMB)} MB, peak RSS under load ${format(run.peakRssMB)} MB, ` +
+          `peak during setup ${format(run.setupPeakRssMB ?? null)} MB (a login's scrypt)` +
+          (run.error ? ` — FAILED: ${run.error.split('\n')[0]}` : ''),
+      );
   }
 }
 
+interface Target {
+  target: string;
+  database: string;
+  value: string;
+  met: boolean;
+}
+
+function targets(rows: Row[], runs: ServiceRun[]): Target[] {
+  const found: Target[] = [];
+  const row = (database: string, prefix: string) =>
+    rows.find((r) => r.database === database && r.scenario.startsWith(prefix));
+  const ratio = (database: string, prefix: string, target: string, minimum: number) => {
+    const r = row(database, prefix);
+    if (r?.ratioToBare == null) return;
+    const cpu =
+      r.cpuRatioToBare === null ? '' : `; by CPU per request ${(r.cpuRatioToBare * 100).toFixed(1)} %`;
+    found.push({
+      target,
+      database,
+      value: `${(r.ratioToBare * 100).toFixed(1)} %${cpu}`,
+      met: r.ratioToBare >= minimum,
+    });
+  };
+  ratio('sqlite', 'GET /api/transactions', 'GET /transactions ≥ 50 % of bare', 0.5);
+  ratio('sqlite', 'POST /api/checkout/create', 'POST /checkout/create ≥ 25 % of bare', 0.25);
+  for (const run of runs) {
+    if (run.skipped || run.error) continue;
+    const deliveries = row(run.database, 'webhook deliveries');
+    if (deliveries)
+      found.push({
+        target: '≥ 3,000 deliveries/s',
+        database: run.database,
+        value: `${deliveries.rate}/s`,
+        met: deliveries.rate >= 3000,
+      });
+    const latency = row(run.database, 'webhook latency');
+    if (latency?.p99Ms != null)
+      found.push({
+        target: `p99 ≤ 100 ms at ${WEBHOOK_RATE} events/s`,
+        database: run.database,
+        value: `${latency.p99Ms} ms`,
+        met: latency.p99Ms <= 100,
+      });
+    if (run.peakRssMB !== null)
+      found.push({
+        target: 'RSS ≤ 250 MB under load',
+        database: run.database,
+        value: `${run.peakRssMB} MB`,
+        met: run.peakRssMB <= 250,
+      });
+  }
+  return found;
+}
+
 async function main(): Promise<number> {
-  const startedAt = new Date();
-  const results: Measurement[] = [];
-  process.stderr.write(`kassa bench: ${DURATION_S} s per measurement, ${CONNECTIONS} connections\n`);
-  const bare = await benchBare(results);
-  const runs = [await benchDatabase('sqlite', bare, results)];
-  if (PG_URL) runs.push(await benchDatabase('postgres', bare, results));
-  else
-    process.stderr.write('  postgres: skipped (set KASSA_BENCH_DATABASE_URL=postgres://... to include it)\n');
-  printTable(results, runs);
+  const rows: Row[] = [];
+  const loadBefore = loadavg().map((value) => Math.round(value * 100) / 100);
+  log(
+    `kassa bench: ${SECONDS} s per measurement (+${WARMUP_SECONDS} s warm-up), ${CONNECTIONS} connections, ` +
+      `load average ${loadBefore.join(' ')}`,
+  );
+  const bare = await benchBare(rows);
+  const runs: ServiceRun[] = [];
+  for (const kind of ['sqlite', 'postgres'] as const)
+    if (DATABASES.includes(kind)) runs.push(await benchDatabase(kind, bare, rows));
+  const loadAfter = loadavg().map((value) => Math.round(value * 100) / 100);
+  printTable(rows, runs);
+  const checked = targets(rows, runs);
+  console.log('\ntargets:');
+  for (const t of checked)
+    console.log(`  ${t.met ? 'met   ' : 'MISSED'} ${t.target} (${t.database}): ${t.value}`);
+  console.log(
+    `\nload average (1, 5, 15 min): before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')} on ${cpus().length} CPUs`,
+  );
   const report = {
-    started_at: startedAt.toISOString(),
-    duration_s: DURATION_S,
+    started_at: STARTED_AT.toISOString(),
+    seconds: SECONDS,
+    warmup_seconds: WARMUP_SECONDS,
     connections: CONNECTIONS,
-    machine: {
-      cpus: cpus().length,
-      cpu: cpus()[0]?.model ?? '',
-      memory_mib: Math.round(totalmem() / 2 ** 20),
-    },
+    load_average: { before: loadBefore, after: loadAfter },
+    machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? '', memory_mb: Math.round(totalmem() / 1e6) },
     node: process.version,
     services: runs,
-    results,
+    results: rows,
+    targets: checked,
   };
-  const dir = join(ROOT, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `${STARTED_AT.toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   console.log(`results written to ${file}`);
   return runs.some((run) => run.error) ? 1 : 0;

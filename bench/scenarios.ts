@@ -1,94 +1,230 @@
-// What `npm run bench` measures against the running service. To add a scenario, append one to
-// SCENARIOS: `setup` runs once per database against a fresh service with a merchant, a session token
-// and an API key, and returns the request autocannon repeats, with the status it should answer.
+// What `npm run bench` measures against each database's running service, in this order (the refund
+// scenario refunds the payments the flow scenario made). To add one, append it to SCENARIOS: `run`
+// gets the running service, its merchant and the shared state, and returns one row of the table.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { autocannon, type BenchRequest, summarize } from './autocannon.ts';
+import type { DriverConfig, DriverResult } from './driver.ts';
+import { runNode, sleep } from './processes.ts';
+import { CHECKOUT_BODY, type MerchantAccess, makePayment } from './service.ts';
+import { type WebhookBench, webhookLatency, webhookThroughput } from './webhooks.ts';
 
-export interface BenchRequest {
-  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
-  path: string;
-  headers?: Record<string, string>;
-  body?: string;
-  /** The status every response should have; others are counted as unexpected. */
-  expectStatus: number;
-  /** Said next to the figures, e.g. when a scenario fell back to a cheaper request. */
-  note?: string;
-}
-
-export interface CallResult {
-  status: number;
-  body: Record<string, unknown>;
-}
-
-export interface ServiceFixture {
+export interface ScenarioContext {
   url: string;
-  /** Dashboard session token of the benchmark merchant. */
-  token: string;
-  /** A production API key of the same merchant with every scope. */
-  apiKey: string;
-  call(
-    method: string,
-    path: string,
-    options?: { token?: string; apiKey?: string; body?: unknown },
-  ): Promise<CallResult>;
+  access: MerchantAccess;
+  webhooks: WebhookBench;
+  seconds: number;
+  warmupSeconds: number;
+  connections: number;
+  /** Paid payments made so far (by the flow scenario), for the refund scenario to refund. */
+  paid: string[];
+  /** CPU seconds the service process has used so far. */
+  serviceCpu(): number | null;
+}
+
+export interface ScenarioResult {
+  /** What the rate counts: requests, complete flows, deliveries. */
+  unit: 'req/s' | 'flows/s' | 'deliveries/s' | 'events/s';
+  rate: number;
+  /** HTTP requests per second (the ratio to the bare route is taken on this); null when no HTTP. */
+  requestsPerS: number | null;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  total: number;
+  failed: number;
+  /** CPU seconds the service spent on the measured part (warm-up excluded). */
+  serviceCpuS: number | null;
+  note?: string;
 }
 
 export interface Scenario {
   name: string;
-  setup(fixture: ServiceFixture): Promise<BenchRequest>;
+  run(context: ScenarioContext): Promise<ScenarioResult>;
 }
 
-/** A real payment made through checkout and the hosted page, or null when those routes are not there yet. */
-async function makePayment(fixture: ServiceFixture): Promise<string | null> {
-  const checkout = await fixture.call('POST', '/api/checkout/create/', {
-    apiKey: fixture.apiKey,
-    body: {
-      billing_country: 'FR',
-      billing_first_name: 'Ada',
-      billing_last_name: 'Lovelace',
-      billing_email: 'ada@example.com',
-      products: [{ name: 'Benchmark widget', unit_price: 25, quantity: 1 }],
-    },
-  });
-  if (checkout.status !== 201 || typeof checkout.body.token !== 'string') return null;
-  const paid = await fixture.call('POST', `/api/checkout/${checkout.body.token}/pay/`, {
-    body: {
-      card_number: '4242424242424242',
-      exp_month: 12,
-      exp_year: 2099,
-      cvc: '123',
-      cardholder_name: 'Ada',
-    },
-  });
-  return paid.status === 200 && typeof paid.body.transaction_id === 'string'
-    ? paid.body.transaction_id
-    : null;
+/** Runs bench/driver.ts in a child process with this configuration. */
+export async function drive(config: DriverConfig): Promise<DriverResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'kassa-driver-'));
+  try {
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify(config));
+    const { code, output } = await runNode(['bench/driver.ts', file], {});
+    const line = output.trim().split('\n').pop() ?? '';
+    if (code !== 0 || !line.startsWith('{')) throw new Error(`driver failed (${code}):\n${output}`);
+    return JSON.parse(line) as DriverResult;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
+
+function unexpectedNote(unexpected: Record<string, number>): string | undefined {
+  const parts = Object.entries(unexpected).map(([what, count]) => `${count}× ${what}`);
+  return parts.length ? `unexpected: ${parts.join(', ')}` : undefined;
+}
+
+/** Waits (up to `timeoutMs`) until the worker has nothing left to send, so the next figure starts clean. */
+async function outboxQuiet(webhooks: WebhookBench, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const row = await sql<{ n: number | string }>`
+      select (select count(*) from events where dispatched_at is null)
+           + (select count(*) from webhook_deliveries where status = 'pending') as n`.execute(webhooks.db);
+    if (Number(row.rows[0]?.n ?? 0) === 0) return;
+    await sleep(100);
+  }
+}
+
+/** Runs `work` and returns its result with the service CPU seconds it took. */
+async function timed<T>(context: ScenarioContext, work: () => Promise<T>): Promise<[T, number | null]> {
+  const before = context.serviceCpu();
+  const result = await work();
+  const after = context.serviceCpu();
+  return [result, before === null || after === null ? null : Math.round((after - before) * 100) / 100];
+}
+
+async function autocannonScenario(context: ScenarioContext, request: BenchRequest): Promise<ScenarioResult> {
+  await autocannon(context.url, request, context.warmupSeconds, context.connections);
+  const [raw, serviceCpuS] = await timed(context, () =>
+    autocannon(context.url, request, context.seconds, context.connections),
+  );
+  const result = summarize(raw, request);
+  return {
+    serviceCpuS,
+    unit: 'req/s',
+    rate: result.requestsPerS,
+    requestsPerS: result.requestsPerS,
+    p50Ms: result.p50Ms,
+    p99Ms: result.p99Ms,
+    total: result.total,
+    failed: result.failed,
+  };
+}
+
+export const WEBHOOK_RATE = 500;
 
 export const SCENARIOS: Scenario[] = [
   {
-    name: 'GET /api/organization/ (session)',
-    async setup({ token }) {
-      return {
+    name: 'GET /api/transactions/{id}/',
+    async run(context) {
+      const payment = await makePayment(context.url, context.access.apiKey);
+      return autocannonScenario(context, {
         method: 'GET',
-        path: '/api/organization/',
-        headers: { authorization: `Token ${token}` },
+        path: `/api/transactions/${payment}/`,
+        headers: { authorization: `Api-Key ${context.access.apiKey}` },
         expectStatus: 200,
+      });
+    },
+  },
+  {
+    name: 'POST /api/checkout/create/',
+    async run(context) {
+      return autocannonScenario(context, {
+        method: 'POST',
+        path: '/api/checkout/create/',
+        headers: { authorization: `Api-Key ${context.access.apiKey}` },
+        body: JSON.stringify(CHECKOUT_BODY),
+        expectStatus: 201,
+      });
+    },
+  },
+  {
+    name: 'pay → sync flow (create, pay, sync-status)',
+    async run(context) {
+      const flows = { mode: 'flows', url: context.url, apiKey: context.access.apiKey } as const;
+      const warmup = await drive({
+        ...flows,
+        connections: context.connections,
+        seconds: context.warmupSeconds,
+      });
+      const [result, serviceCpuS] = await timed(context, () =>
+        drive({ ...flows, connections: context.connections, seconds: context.seconds }),
+      );
+      context.paid.push(...warmup.paid, ...result.paid);
+      return {
+        serviceCpuS,
+        unit: 'flows/s',
+        rate: result.perSecond,
+        requestsPerS: Math.round(result.perSecond * 3),
+        p50Ms: result.p50Ms,
+        p99Ms: result.p99Ms,
+        total: result.completed,
+        failed: result.failed,
+        note: unexpectedNote(result.unexpected),
       };
     },
   },
   {
-    name: 'GET /api/transactions/{id}/ (API key)',
-    async setup(fixture) {
-      const headers = { authorization: `Api-Key ${fixture.apiKey}` };
-      const payment = await makePayment(fixture);
-      if (payment)
-        return { method: 'GET', path: `/api/transactions/${payment}/`, headers, expectStatus: 200 };
-      // Without the payments routes the lookup still authenticates the key, then answers 404.
+    name: 'POST /api/transactions/{id}/refund/ (one per payment)',
+    async run(context) {
+      const transactionIds = context.paid.splice(0);
+      const [result, serviceCpuS] = await timed(context, () =>
+        drive({
+          mode: 'refunds',
+          url: context.url,
+          apiKey: context.access.apiKey,
+          connections: context.connections,
+          seconds: context.seconds,
+          transactionIds,
+        }),
+      );
+      const ranOut = result.completed + result.failed >= transactionIds.length;
+      const notes = [
+        ranOut
+          ? `all ${transactionIds.length} paid payments refunded in ${result.elapsedS} s (the flow scenario made them)`
+          : undefined,
+        unexpectedNote(result.unexpected),
+      ].filter((note) => note !== undefined);
       return {
-        method: 'GET',
-        path: '/api/transactions/TX0000000000000000/',
-        headers,
-        expectStatus: 404,
-        note: 'no payment could be made; measures key authentication plus a 404 lookup',
+        serviceCpuS,
+        unit: 'req/s',
+        rate: result.perSecond,
+        requestsPerS: result.perSecond,
+        p50Ms: result.p50Ms,
+        p99Ms: result.p99Ms,
+        total: result.completed,
+        failed: result.failed,
+        note: notes.length ? notes.join('; ') : undefined,
+      };
+    },
+  },
+  {
+    name: 'webhook deliveries (backlog → loopback receiver)',
+    async run(context) {
+      await outboxQuiet(context.webhooks);
+      const events = Math.max(2000, 3000 * context.seconds);
+      const [result, serviceCpuS] = await timed(context, () => webhookThroughput(context.webhooks, events));
+      return {
+        serviceCpuS,
+        unit: 'deliveries/s',
+        rate: result.perSecond,
+        requestsPerS: null,
+        p50Ms: null,
+        p99Ms: null,
+        total: result.delivered,
+        failed: result.events - result.delivered,
+        note: `${result.events} events committed at once; ${result.delivered} delivered in ${result.elapsedS} s`,
+      };
+    },
+  },
+  {
+    name: `webhook latency at ${WEBHOOK_RATE} events/s (commit → receiver)`,
+    async run(context) {
+      await outboxQuiet(context.webhooks);
+      const [result, serviceCpuS] = await timed(context, () =>
+        webhookLatency(context.webhooks, WEBHOOK_RATE, context.seconds),
+      );
+      return {
+        serviceCpuS,
+        unit: 'events/s',
+        rate: result.eventsPerSecond,
+        requestsPerS: null,
+        p50Ms: result.p50Ms,
+        p99Ms: result.p99Ms,
+        total: result.delivered,
+        failed: result.events - result.delivered,
+        note: `max ${result.maxMs} ms`,
       };
     },
   },

@@ -44,7 +44,9 @@ export class Kassa {
     this.host = (options.host ?? 'http://localhost:3000').replace(/\/+$/, '');
     this.maxRetries = options.maxRetries ?? 2;
     this.timeoutMs = options.timeoutMs ?? 30_000;
-    this.fetchImpl = options.fetch ?? fetch;
+    // Called as a plain function: a fetch invoked as a method of this client may refuse its `this`.
+    const fetchImpl = options.fetch ?? fetch;
+    this.fetchImpl = (input, init) => fetchImpl(input, init);
   }
 
   readonly checkout = {

@@ -5,7 +5,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from './context.ts';
 import { ping } from './db/connection.ts';
 import { apiKeyAuth } from './http/auth.ts';
-import { frameworkError, registerErrorHandling } from './http/errors.ts';
+import { clientError, frameworkError, registerErrorHandling, ValidationError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from './http/types.ts';
@@ -65,6 +65,21 @@ export function redactUrl(url: string): string {
   return url.replace(/\/checkout\/(?!sync-status)[^/?]+/, '/checkout/[redacted]');
 }
 
+/** Whether any string or key of a parsed JSON value holds NUL (walked without recursion: bodies may nest deep). */
+function holdsNul(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'string' && item.includes('\0')) return true;
+    if (item === null || typeof item !== 'object') continue;
+    for (const [key, child] of Object.entries(item)) {
+      if (key.includes('\0')) return true;
+      pending.push(child);
+    }
+  }
+  return false;
+}
+
 export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     logger:
@@ -99,6 +114,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     return503OnClosing: true,
     frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('principal', null);
@@ -111,15 +127,25 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     const text = body as string;
     request.rawBody = text;
     if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch {
       const error = Object.assign(new Error('body: malformed JSON.'), {
         code: 'FST_ERR_CTP_INVALID_JSON_BODY',
         statusCode: 400,
       });
-      done(error, undefined);
+      return done(error, undefined);
     }
+    if (text.includes('\\u0000') && holdsNul(parsed)) {
+      return done(new ValidationError('body: text may not contain the NUL character (\\u0000).'), undefined);
+    }
+    done(null, parsed);
+  });
+  // Nor may a path or query string: PostgreSQL text cannot hold NUL, and no identifier contains one.
+  app.addHook('onRequest', async (request) => {
+    if (request.url.includes('%00'))
+      throw new ValidationError('The URL may not contain a NUL character (%00).');
   });
 
   // Response schemas document the API (OpenAPI) and the e2e suite checks responses against them; they

@@ -36,6 +36,8 @@ export interface Config {
   workerPollMs: number;
   webhookRetryScheduleMs: number[];
   webhookTimeoutMs: number;
+  /** How long a claimed Idempotency-Key stays locked before a retry may take it over (a dead process). */
+  idempotencyLockMs: number;
   smtpUrl: string | null;
   mailFrom: string;
   logLevel: string;
@@ -162,6 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerPollMs: int(env, 'KASSA_WORKER_POLL_MS', 200, 5),
     webhookRetryScheduleMs: schedule(env, 'KASSA_WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_RETRY_SCHEDULE_MS),
     webhookTimeoutMs: int(env, 'KASSA_WEBHOOK_TIMEOUT_MS', 10000, 1),
+    idempotencyLockMs: int(env, 'KASSA_IDEMPOTENCY_LOCK_MS', 60000, 1),
     smtpUrl: env.KASSA_SMTP_URL || null,
     mailFrom: env.KASSA_MAIL_FROM || 'Kassa <no-reply@kassa.local>',
     logLevel: oneOf(

@@ -25,6 +25,7 @@ function scriptedProvider(inner: PaymentProvider) {
     name: inner.name,
     createPayment: (input) => inner.createPayment(input),
     getPayment: (id) => inner.getPayment(id),
+    findPayment: (reference) => inner.findPayment(reference),
     async createRefund(input) {
       if (script.answer === 'throw') throw new Error('connection reset');
       const status = script.answer;

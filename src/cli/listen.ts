@@ -84,34 +84,31 @@ Events are signed with a secret printed at start (not your endpoint's secret).`,
       token = await login(base, email, password);
     }
     const secret = `whsec_${randomBytes(32).toString('base64url')}`;
-    console.log(`Ready. Forwarding events to ${target}\nSigning secret for this session: ${secret}`);
-    let stopped = false;
-    process.once('SIGINT', () => {
-      stopped = true;
-    });
-    process.once('SIGTERM', () => {
-      stopped = true;
-    });
+    const stop = new AbortController();
+    process.once('SIGINT', () => stop.abort());
+    process.once('SIGTERM', () => stop.abort());
+    const auth = { authorization: `Token ${token}` };
     let cursor = '0';
     if (!values['from-start']) {
-      const head = await fetch(`${base}/api/organization/events/?after=0&limit=1`, {
-        headers: { authorization: `Token ${token}` },
-      });
-      if (!head.ok) throw new Error(`cannot read events: ${head.status}`);
       // Skip history: find the newest id by paging to the end.
       for (;;) {
         const page = await fetch(`${base}/api/organization/events/?after=${cursor}&limit=500`, {
-          headers: { authorization: `Token ${token}` },
+          headers: auth,
         });
+        if (!page.ok) throw new Error(`cannot read events: ${page.status}`);
         const body = (await page.json()) as { results: ListenedEvent[]; cursor: string };
         cursor = body.cursor;
         if (body.results.length < 500) break;
       }
     }
-    while (!stopped) {
+    // Ready only now: every event written from here on is forwarded.
+    console.log(`Ready. Forwarding events to ${target}\nSigning secret for this session: ${secret}`);
+    while (!stop.signal.aborted) {
       const response = await fetch(`${base}/api/organization/events/?after=${cursor}&wait=20`, {
-        headers: { authorization: `Token ${token}` },
+        headers: auth,
+        signal: stop.signal,
       }).catch(() => null);
+      if (stop.signal.aborted) break;
       if (!response?.ok) {
         if (response?.status === 401) {
           console.error('kassa: session ended; log in again.');

@@ -23,8 +23,14 @@ export function readCookie(request: FastifyRequest, name: string): string | null
   if (!header) return null;
   for (const part of header.split(';')) {
     const index = part.indexOf('=');
-    if (index > 0 && part.slice(0, index).trim() === name)
-      return decodeURIComponent(part.slice(index + 1).trim());
+    if (index > 0 && part.slice(0, index).trim() === name) {
+      const value = part.slice(index + 1).trim();
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return value; // malformed percent-encoding: no token of ours, so it fails authentication
+      }
+    }
   }
   return null;
 }
@@ -72,7 +78,8 @@ export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandle
         limiter.hit(String(principal.keyId)),
         'Rate limit exceeded for this API key. Slow down.',
       );
-      await claimIdempotencyKey(ctx, request, reply, principal);
+      // A replay was sent from here: returning the reply makes Fastify wait for it and skip the handler.
+      if (await claimIdempotencyKey(ctx, request, reply, principal)) return reply;
     };
     // Read by the OpenAPI generator to document each route's scopes.
     return Object.assign(handler, { scopes: required });

@@ -1,4 +1,7 @@
 // Domain errors and their one mapping to HTTP. Every error leaves as {"detail": "..."}.
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export class DomainError extends Error {
@@ -185,7 +188,32 @@ export function registerErrorHandling(app: FastifyInstance): void {
  * Errors the router raises before any route runs: a malformed percent-encoding is a 400, and a path
  * segment longer than the longest id we issue (maxParamLength) names nothing, so it is a 404.
  */
-export function frameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // These answers skip the onSend hooks that stamp every other response, so the request id goes on here.
+  reply.header('x-request-id', request.id);
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') send(reply, 404, 'Not found.');
   else send(reply, 400, 'Malformed request URL.');
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers or URL over the size limit,
+ * broken framing, a client too slow to send them): answered in the same {detail} shape, with a request
+ * id, instead of Fastify's own {"error", "message", "statusCode"}; then the connection is closed.
+ */
+export function clientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, detail] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'The request was not received in time.']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'The request line and headers are too large.']
+        : [400, 'Malformed HTTP request.'];
+  const body = JSON.stringify({ detail });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
 }

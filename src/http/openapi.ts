@@ -9,21 +9,32 @@ import type { App } from './types.ts';
 
 const PUBLIC_PATHS = [
   /^\/api\/auth\/login\/?$/,
-  /^\/api\/checkout\/(:token|sync-status)/,
+  /^\/api\/checkout\/:token/,
   /^\/api\/payment-links\/public\//,
   /^\/api\/v1\/webhooks\//,
   /^\/api\/provider\/webhooks\//,
   /^\/api\/openapi\.json$/,
 ];
 
+/** What an API-key preValidation/preHandler tells the generator (see apiKeyAuth). */
 interface ScopedHandler {
   scopes?: readonly string[];
+  /** The route also answers without a key (sync-status by checkout token). */
+  keyOptional?: boolean;
 }
 
-function requiredScopes(route: RouteOptions): readonly string[] | null {
+function apiKeyHandler(route: RouteOptions): ScopedHandler | null {
   const handlers = [route.preValidation, route.preHandler].flat().filter(Boolean) as ScopedHandler[];
-  for (const handler of handlers) if (handler.scopes) return handler.scopes;
-  return null;
+  return handlers.find((handler) => handler.scopes) ?? null;
+}
+
+/** Either header carries the key; a key needs any one of the scopes (one requirement per alternative). */
+function apiKeySecurity(scopes: readonly string[], keyOptional: boolean): Record<string, string[]>[] {
+  const alternatives = scopes.length ? scopes.map((scope) => [scope]) : [[]];
+  return [
+    ...(keyOptional ? [{}] : []),
+    ...['ApiKey', 'ApiKeyHeader'].flatMap((scheme) => alternatives.map((needed) => ({ [scheme]: needed }))),
+  ];
 }
 
 function document(route: RouteOptions): void {
@@ -36,9 +47,10 @@ function document(route: RouteOptions): void {
     schema.hide = true;
     return;
   }
-  const scopes = requiredScopes(route);
-  if (scopes) {
-    schema.security = [{ ApiKey: [] }, { ApiKeyHeader: [] }];
+  const keyAuth = apiKeyHandler(route);
+  if (keyAuth?.scopes) {
+    const scopes = keyAuth.scopes;
+    schema.security = apiKeySecurity(scopes, keyAuth.keyOptional === true);
     schema.tags ??= ['API key'];
     const note = scopes.length ? `Scopes: ${scopes.join(' or ')}.` : '';
     schema.description = [schema.description, note, 'Sandbox keys use the same path under /sandbox/api/.']

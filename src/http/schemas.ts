@@ -34,5 +34,5 @@ export const Page = <T extends TSchema>(item: T, description: string) =>
     description,
   );
 
-/** A 204: no body. */
-export const NoContent = Type.Null({ description: 'No content.' });
+/** A 204: no body (typed as undefined so handlers call reply.send() with nothing). */
+export const NoContent = Type.Unsafe<undefined>(Type.Null({ description: 'No content.' }));

@@ -76,6 +76,12 @@ export interface PaymentProvider {
   readonly name: string;
   createPayment(input: CreatePaymentInput): Promise<ProviderPaymentState>;
   getPayment(providerPaymentId: string): Promise<ProviderPaymentState | null>;
+  /**
+   * The payment made for one of our references (CreatePaymentInput.reference), or null when none was.
+   * Recovers an answer lost between the provider's commit and ours (a crash, a timeout): without it a
+   * charged card would stay `processing` with no provider id, which nothing else can re-read.
+   */
+  findPayment(reference: string): Promise<ProviderPaymentState | null>;
   /** Resolves to a failed state for an immediate refusal; throws only on transport errors. */
   createRefund(input: CreateRefundInput): Promise<ProviderRefundState>;
   getRefund(providerRefundId: string): Promise<ProviderRefundState | null>;

@@ -6,9 +6,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
+import type { App } from '../../src/http/types.ts';
 import { randomBase62 } from '../../src/lib/ids.ts';
 import { createMerchant } from '../../src/modules/organizations/service.ts';
 import { startService } from '../../src/server.ts';
+import { checkResponse } from './conformance.ts';
 
 export const PG_URL = process.env.KASSA_TEST_DATABASE_URL;
 export const DB_KIND = PG_URL ? 'postgres' : 'sqlite';
@@ -16,6 +18,8 @@ export const DB_KIND = PG_URL ? 'postgres' : 'sqlite';
 export interface TestServer {
   url: string;
   ctx: AppContext;
+  /** The Fastify app (for printRoutes and the like). */
+  app: App;
   env: Record<string, string>;
   close(): Promise<void>;
 }
@@ -78,9 +82,11 @@ export async function startTestServer(options: StartTestServerOptions = {}): Pro
   const service = await startService(config, { clock: options.clock, worker: options.worker ?? true });
   const url = service.url as string;
   config.publicUrl = url;
+  if (!service.app) throw new Error('the test service started without HTTP');
   return {
     url,
     ctx: service.ctx,
+    app: service.app,
     env,
     async close() {
       await service.close();
@@ -103,7 +109,7 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-/** One HTTP call as a merchant's code would make it. */
+/** One HTTP call as a merchant's code would make it; /api answers are checked against the OpenAPI document. */
 export async function call<T = Record<string, unknown>>(
   server: { url: string },
   method: string,
@@ -128,6 +134,14 @@ export async function call<T = Record<string, unknown>>(
       parsed = text;
     }
   }
+  await checkResponse(server.url, {
+    method: method.toUpperCase(),
+    path,
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    text,
+    body: parsed,
+  });
   return { status: response.status, body: parsed as T, headers: response.headers, text };
 }
 

@@ -4,6 +4,7 @@ import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
+import { ApiKey, ApiKeyIssued, ApiKeyList } from './schemas.ts';
 import { createKey, listKeys, revokeKey, rotateKey } from './service.ts';
 
 const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
@@ -11,7 +12,9 @@ const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbo
 export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/organization/api-keys/', async (request) => listKeys(ctx, sessionOf(request).organizationId));
+  app.get('/organization/api-keys/', { schema: { response: { 200: ApiKeyList } } }, async (request) =>
+    listKeys(ctx, sessionOf(request).organizationId),
+  );
 
   app.post(
     '/organization/api-keys/',
@@ -22,6 +25,7 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
           allowed_scopes: Type.Optional(Type.String({ maxLength: 500 })),
           environment: Type.Optional(Environment),
         }),
+        response: { 201: ApiKeyIssued },
       },
     },
     async (request, reply) => {
@@ -38,7 +42,10 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     '/organization/api-keys/rotate/',
     {
-      schema: { body: Type.Object({ environment: Type.Optional(Environment) }) },
+      schema: {
+        body: Type.Object({ environment: Type.Optional(Environment) }),
+        response: { 200: ApiKeyIssued },
+      },
       // The body is optional: a bare POST rotates the production key.
       preValidation: async (request) => {
         request.body ??= {};
@@ -50,7 +57,7 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/organization/api-keys/:id/revoke/',
-    { schema: { params: Type.Object({ id: Type.String() }) } },
+    { schema: { params: Type.Object({ id: Type.String() }), response: { 200: ApiKey } } },
     async (request) => {
       const id = parseNumericId(request.params.id);
       if (id === null) throw new NotFoundError('API key not found.');

@@ -3,8 +3,9 @@ import { Type } from 'typebox';
 import { SESSION_COOKIE, sessionAuth, sessionOf } from '../../http/auth.ts';
 import { UnauthorizedError } from '../../http/errors.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
-import { Email } from '../../http/schemas.ts';
+import { Email, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { CurrentSession, LoginResult } from './schemas.ts';
 import { ABSOLUTE_TIMEOUT_MS, login, logout } from './service.ts';
 
 export async function authRoutes(app: App, { ctx }: RouteOptions) {
@@ -21,6 +22,7 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     {
       schema: {
         body: Type.Object({ email: Email, password: Type.String({ minLength: 1, maxLength: 1024 }) }),
+        response: { 200: LoginResult },
       },
     },
     async (request, reply) => {
@@ -40,14 +42,22 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     },
   );
 
-  app.post('/auth/logout/', { preHandler: requireSession }, async (request, reply) => {
-    await logout(ctx, sessionOf(request).sessionId);
-    reply.header('set-cookie', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`);
-    return reply.code(204).send();
-  });
+  app.post(
+    '/auth/logout/',
+    { preHandler: requireSession, schema: { response: { 204: NoContent } } },
+    async (request, reply) => {
+      await logout(ctx, sessionOf(request).sessionId);
+      reply.header('set-cookie', `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`);
+      return reply.code(204).send();
+    },
+  );
 
-  app.get('/auth/me/', { preHandler: requireSession }, async (request) => {
-    const session = sessionOf(request);
-    return { expires_at: session.expiresAt, user: session.user, organization: session.organization };
-  });
+  app.get(
+    '/auth/me/',
+    { preHandler: requireSession, schema: { response: { 200: CurrentSession } } },
+    async (request) => {
+      const session = sessionOf(request);
+      return { expires_at: session.expiresAt, user: session.user, organization: session.organization };
+    },
+  );
 }

@@ -59,9 +59,8 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
 /** Asks the provider about the checkout's payment, applies the answer and any expiry, and reports. */
 export async function syncCheckout(ctx: AppContext, session: CheckoutSessionRow) {
   let payment = await payments.paymentOfCheckout(ctx.db, session.id);
-  if (payment?.provider_payment_id && payments.mayStillMove(payment)) {
-    await syncPayment(ctx, payment.id, payment.provider_payment_id);
-  }
+  // A payment without a provider id is found by its reference (its first answer may have been lost).
+  if (payment && payments.mayStillMove(payment)) await syncPayment(ctx, payment);
   const now = ctx.clock();
   payment = await payments.paymentOfCheckout(ctx.db, session.id);
   if (payment?.status === 'processing' && isExpired(session, now)) {

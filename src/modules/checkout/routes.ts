@@ -1,7 +1,7 @@
 // Checkout endpoints. API keys (under /api and /sandbox/api): POST /checkout/create/ and
 // POST /checkout/sync-status/ (by token without a key, or by checkout_id with a key of that base path).
 // Public, authorised by the checkout token (under /api): GET /checkout/{token}/, POST .../pay/, .../cancel/.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { apiKeyOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
@@ -9,7 +9,16 @@ import { cancelCheckout, syncCheckoutById, syncCheckoutByToken } from './finish.
 import { getHostedCheckout } from './hosted.ts';
 import { payCheckout } from './pay.ts';
 import { limitPublicCaller } from './rate-limit.ts';
-import { CreateCheckoutBody, PayBody, SyncStatusBody, TokenParam } from './schemas.ts';
+import {
+  CheckoutCreated,
+  CreateCheckoutBody,
+  HostedCheckout,
+  PayBody,
+  PayResult,
+  SyncStatusBody,
+  SyncStatusResult,
+  TokenParam,
+} from './schemas.ts';
 import { createCheckout } from './service.ts';
 
 /** sync-status by checkout_id identifies the merchant's checkout, so it needs the merchant's key. */
@@ -20,26 +29,35 @@ function namesCheckoutId(body: unknown): boolean {
 export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
   app.post(
     '/checkout/create/',
-    { preValidation: requireKey(['checkout:create']), schema: { body: CreateCheckoutBody } },
+    {
+      preValidation: requireKey(['checkout:create']),
+      schema: { body: CreateCheckoutBody, response: { 201: CheckoutCreated } },
+    },
     async (request, reply) => {
       const key = apiKeyOf(request);
       return reply.code(201).send(await createCheckout(ctx, key.organizationId, environment, request.body));
     },
   );
 
-  const keyForSync = requireKey(['checkout:create', 'payments:read']);
+  const syncScopes = ['checkout:create', 'payments:read'] as const;
+  const keyForSync = requireKey(syncScopes);
   app.post(
     '/checkout/sync-status/',
     {
-      preValidation: async function authoriseSync(request: FastifyRequest, reply: FastifyReply) {
-        if (namesCheckoutId(request.body)) await keyForSync.call(this, request, reply);
-        else limitPublicCaller(ctx, request, reply, tokenOf(request.body));
-      },
+      // Documented as an API-key route whose key is optional (the OpenAPI generator reads these marks).
+      preValidation: Object.assign(
+        async function authoriseSync(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+          if (namesCheckoutId(request.body)) return keyForSync.call(this, request, reply);
+          limitPublicCaller(ctx, request, reply, tokenOf(request.body));
+        },
+        { scopes: syncScopes, keyOptional: true },
+      ),
       schema: {
         body: SyncStatusBody,
+        response: { 200: SyncStatusResult },
         description:
           'Asks the provider and applies the outcome. Send {token} with no authentication (the hosted page), ' +
-          "or {checkout_id} with an API key of the checkout's environment (scope checkout:create or payments:read).",
+          "or {checkout_id} with an API key of the checkout's environment.",
       },
     },
     async (request) => {
@@ -60,16 +78,22 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
     limitPublicCaller(ctx, request, reply, (request.params as { token?: string }).token ?? ''),
   );
 
-  app.get('/checkout/:token/', { schema: { params: TokenParam } }, async (request) =>
-    getHostedCheckout(ctx, request.params.token),
+  app.get(
+    '/checkout/:token/',
+    { schema: { params: TokenParam, response: { 200: HostedCheckout } } },
+    async (request) => getHostedCheckout(ctx, request.params.token),
   );
 
-  app.post('/checkout/:token/pay/', { schema: { params: TokenParam, body: PayBody } }, async (request) =>
-    payCheckout(ctx, request.params.token, request.body),
+  app.post(
+    '/checkout/:token/pay/',
+    { schema: { params: TokenParam, body: PayBody, response: { 200: PayResult } } },
+    async (request) => payCheckout(ctx, request.params.token, request.body),
   );
 
-  app.post('/checkout/:token/cancel/', { schema: { params: TokenParam } }, async (request) =>
-    cancelCheckout(ctx, request.params.token),
+  app.post(
+    '/checkout/:token/cancel/',
+    { schema: { params: TokenParam, response: { 200: SyncStatusResult } } },
+    async (request) => cancelCheckout(ctx, request.params.token),
   );
 }
 

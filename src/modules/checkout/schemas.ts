@@ -1,9 +1,10 @@
-// Request bodies of checkout creation, the hosted step and sync-status.
+// Request and response bodies of checkout creation, the hosted step and sync-status.
 import { type Static, Type } from 'typebox';
-import { Email, Url } from '../../http/schemas.ts';
+import { Currency, Email, Environment, Money, Nullable, Shape, Url } from '../../http/schemas.ts';
+import { HostedAttempt, PaymentStatus } from '../payments/schemas.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) =>
-  Type.Optional(Type.Union([schema, Type.Null()]));
+const OptionalOrNull = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) =>
+  Type.Optional(Nullable(schema));
 
 /** A catalog item {id, quantity} or an ad hoc item {name, unit_price, quantity}. */
 export const CheckoutItemBody = Type.Object({
@@ -16,14 +17,14 @@ export const CheckoutItemBody = Type.Object({
 /** The customer and return addresses, shared by checkout creation and a payment link's start. */
 export const BillingFields = {
   billing_country: Type.String({ minLength: 1, maxLength: 2 }),
-  billing_postal_code: Nullable(Type.String({ maxLength: 32 })),
+  billing_postal_code: OptionalOrNull(Type.String({ maxLength: 32 })),
   billing_first_name: Type.String({ minLength: 1, maxLength: 100 }),
   billing_last_name: Type.String({ minLength: 1, maxLength: 100 }),
   billing_email: Email,
-  billing_phone: Nullable(Type.String({ maxLength: 32 })),
-  successUrl: Nullable(Url),
-  failedUrl: Nullable(Url),
-  cancelUrl: Nullable(Url),
+  billing_phone: OptionalOrNull(Type.String({ maxLength: 32 })),
+  successUrl: OptionalOrNull(Url),
+  failedUrl: OptionalOrNull(Url),
+  cancelUrl: OptionalOrNull(Url),
 };
 
 export const CheckoutCurrency = Type.Enum(['USD', 'EUR']);
@@ -32,7 +33,7 @@ export const CreateCheckoutBody = Type.Object({
   ...BillingFields,
   currency: Type.Optional(CheckoutCurrency),
   products: Type.Array(CheckoutItemBody, { minItems: 1, maxItems: 100 }),
-  sandbox_simulate: Nullable(Type.String({ maxLength: 64 })),
+  sandbox_simulate: OptionalOrNull(Type.String({ maxLength: 64 })),
 });
 export type CreateCheckoutInput = Static<typeof CreateCheckoutBody>;
 export type CheckoutItemInput = Static<typeof CheckoutItemBody>;
@@ -55,11 +56,87 @@ export const SyncStatusBody = Type.Object({
 
 export const TokenParam = Type.Object({ token: Type.String() });
 
-export const CheckoutCreated = Type.Object({
-  checkout_id: Type.String(),
-  order_id: Type.String(),
-  checkout_url: Type.String({ format: 'uri' }),
-  token: Type.String(),
-  expires_at: Type.Integer(),
-});
+/** The checkout session of the interface (201 from /checkout/create/ and a payment link's start). */
+export const CheckoutCreated = Shape(
+  {
+    checkout_id: Type.String({ description: 'Same value as order_id: match webhooks with it.' }),
+    order_id: Type.String(),
+    checkout_url: Type.String({ format: 'uri', description: 'Send the customer here.' }),
+    token: Type.String(),
+    expires_at: Type.Integer({ description: 'Unix time in seconds.' }),
+  },
+  'A hosted checkout session.',
+);
 export type CheckoutCreatedBody = Static<typeof CheckoutCreated>;
+
+const SyncStatusValue = Type.Enum(['SUCCESS', 'FAILED', 'CANCELED', 'CHECKOUT_PENDING']);
+const RedirectUrl = Nullable(Type.String({ description: 'Where the hosted page sends the customer now.' }));
+
+/** POST /checkout/sync-status/ and POST /checkout/{token}/cancel/. */
+export const SyncStatusResult = Shape(
+  {
+    checkout_id: Type.String(),
+    order_id: Type.String(),
+    status: SyncStatusValue,
+    transaction_id: Nullable(Type.String()),
+    payment_status: Nullable(PaymentStatus),
+    redirect_url: RedirectUrl,
+  },
+  "The checkout's outcome.",
+);
+
+/** POST /checkout/{token}/pay/ */
+export const PayResult = Shape(
+  {
+    status: SyncStatusValue,
+    payment_status: PaymentStatus,
+    transaction_id: Type.String(),
+    attempt: Nullable(HostedAttempt),
+    redirect_url: RedirectUrl,
+  },
+  'The payment after this card attempt.',
+);
+
+/** GET /checkout/{token}/: what the hosted page shows. */
+export const HostedCheckout = Shape(
+  {
+    checkout_id: Type.String(),
+    order_id: Type.String(),
+    status: Type.Enum(['open', 'pending', 'paid', 'failed', 'canceled', 'expired']),
+    sync_status: SyncStatusValue,
+    payment_status: Nullable(PaymentStatus),
+    transaction_id: Nullable(Type.String()),
+    environment: Environment,
+    merchant: Shape({ name: Type.String(), website: Nullable(Type.String()) }),
+    currency: Currency,
+    price_mode: Type.Enum(['HT', 'TTC']),
+    tax_rate_percent: Money,
+    items: Type.Array(
+      Shape({
+        id: Type.String(),
+        name: Type.String(),
+        unit_price: Money,
+        quantity: Type.Integer({ minimum: 1 }),
+        amount: Money,
+      }),
+    ),
+    subtotal: Money,
+    tax: Money,
+    total: Money,
+    customer: Shape({
+      first_name: Type.String(),
+      last_name: Type.String(),
+      email: Type.String(),
+      country: Type.String(),
+    }),
+    attempts: Type.Array(HostedAttempt),
+    urls: Shape({
+      success_url: Nullable(Type.String()),
+      failed_url: Nullable(Type.String()),
+      cancel_url: Nullable(Type.String()),
+    }),
+    redirect_url: RedirectUrl,
+    expires_at: Type.Integer({ description: 'Unix time in seconds.' }),
+  },
+  'The checkout as the hosted page shows it.',
+);

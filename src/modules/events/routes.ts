@@ -1,18 +1,11 @@
 // GET /api/organization/events/: the organization's events as written to the outbox, oldest first
 // after a cursor. With `wait`, it long-polls: `kassa listen` and the dashboard follow it live.
-import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
-
-const Query = Type.Object({
-  after: Type.Optional(Type.String({ pattern: '^\\d{1,15}$' })),
-  subject: Type.Optional(Type.String({ maxLength: 64 })),
-  environment: Type.Optional(Type.Union([Type.Literal('production'), Type.Literal('sandbox')])),
-  limit: Type.Optional(Type.String({ pattern: '^\\d{1,3}$' })),
-  wait: Type.Optional(Type.String({ pattern: '^\\d{1,2}$' })),
-});
+import type { EventType } from './emit.ts';
+import { EventFeed, EventsQuery } from './schemas.ts';
 
 async function readEvents(
   ctx: AppContext,
@@ -32,18 +25,19 @@ async function readEvents(
   const rows = await query.execute();
   return rows.map((row) => ({
     id: row.id,
-    type: row.type,
+    // Only emitEvent writes events, always with one of these types.
+    type: row.type as EventType,
     environment: row.environment,
     subject: row.subject,
     created_at: row.created_at,
-    payload: JSON.parse(row.payload) as unknown,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
   }));
 }
 
 export async function eventRoutes(app: App, { ctx }: RouteOptions) {
   app.get(
     '/organization/events/',
-    { preHandler: sessionAuth(ctx), schema: { querystring: Query } },
+    { preValidation: sessionAuth(ctx), schema: { querystring: EventsQuery, response: { 200: EventFeed } } },
     async (request) => {
       const organizationId = sessionOf(request).organizationId;
       const limit = Number(request.query.limit ?? 100);

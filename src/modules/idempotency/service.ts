@@ -1,5 +1,6 @@
 // Idempotency-Key on API-key POSTs: the same key and body within 24 h replays the first response;
-// the same key with another body is a 422; the same key while the first is still running is a 409.
+// the same key with another body is a 422; a duplicate of a request still running waits for it and
+// replays its answer, and is a 409 only when the first is still running after the wait.
 // The claim is a row with a unique (organization, environment, key), so it holds across processes.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -8,7 +9,8 @@ import { ConflictError, UnprocessableError, ValidationError } from '../../http/e
 import type { ApiKeyPrincipal } from '../api-keys/service.ts';
 
 export const RETENTION_MS = 24 * 3600 * 1000;
-const LOCK_MS = 60 * 1000;
+/** How long a duplicate waits for the first request to finish before answering 409. */
+const WAIT_MS = 5000;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,9 +29,22 @@ function isUniqueViolation(error: unknown): boolean {
   return /unique|duplicate key/i.test(message);
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function sendReplay(reply: FastifyReply, status: number, body: string | null): true {
+  reply.header('idempotent-replayed', 'true');
+  reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(body ?? '');
+  return true;
+}
+
 /**
  * Claims the key for this request, or answers from the stored response.
- * Returns true when the reply was already sent (a replay).
+ * A duplicate that arrives while the first request is still running waits for it (up to WAIT_MS, polling
+ * the row) and then replays its answer, which is what a client retrying after a timeout expects; only
+ * when the first is still running after the wait is it a 409. Returns true when the reply was sent.
  */
 export async function claimIdempotencyKey(
   ctx: AppContext,
@@ -43,9 +58,12 @@ export async function claimIdempotencyKey(
   if (key.length < 1 || key.length > 255)
     throw new ValidationError('Idempotency-Key: must be 1 to 255 characters.');
   const hash = requestHash(request);
-  const now = ctx.clock();
   const scope = { organization_id: principal.organizationId, environment: principal.environment, key };
-  for (let attempt = 0; attempt < 3; attempt += 1) {
+  // Real time, not ctx.clock: this bounds how long the request waits.
+  const deadline = Date.now() + WAIT_MS;
+  let pause = 10;
+  for (;;) {
+    const now = ctx.clock();
     try {
       const row = await ctx.db
         .insertInto('idempotency_keys')
@@ -54,7 +72,7 @@ export async function claimIdempotencyKey(
           request_hash: hash,
           status: 'in_progress',
           created_at: now.toISOString(),
-          locked_until: new Date(now.getTime() + LOCK_MS).toISOString(),
+          locked_until: new Date(now.getTime() + ctx.config.idempotencyLockMs).toISOString(),
         })
         .returning('id')
         .executeTakeFirstOrThrow();
@@ -70,38 +88,32 @@ export async function claimIdempotencyKey(
       .where('environment', '=', scope.environment)
       .where('key', '=', key)
       .executeTakeFirst();
-    if (!existing) continue;
-    if (Date.parse(existing.created_at) + RETENTION_MS < now.getTime()) {
+    if (existing && Date.parse(existing.created_at) + RETENTION_MS < now.getTime()) {
       await ctx.db.deleteFrom('idempotency_keys').where('id', '=', existing.id).execute();
-      continue;
-    }
-    if (existing.request_hash !== hash) {
+    } else if (existing && existing.request_hash !== hash) {
       throw new UnprocessableError('Idempotency-Key was already used with a different request.');
+    } else if (existing?.status === 'done' && existing.response_status !== null) {
+      return sendReplay(reply, existing.response_status, existing.response_body);
+    } else if (existing && Date.parse(existing.locked_until) <= now.getTime()) {
+      // The first request's process died mid-way: take the claim over.
+      const taken = await ctx.db
+        .updateTable('idempotency_keys')
+        .set({ locked_until: new Date(now.getTime() + ctx.config.idempotencyLockMs).toISOString() })
+        .where('id', '=', existing.id)
+        .where('locked_until', '=', existing.locked_until)
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 1) {
+        request.idempotencyClaim = existing.id;
+        return false;
+      }
     }
-    if (existing.status === 'done' && existing.response_status !== null) {
-      reply.header('idempotent-replayed', 'true');
-      reply
-        .code(existing.response_status)
-        .type('application/json; charset=utf-8')
-        .send(existing.response_body ?? '');
-      return true;
-    }
-    if (Date.parse(existing.locked_until) > now.getTime()) {
+    // Still running (or just released by a 5xx, or taken over by another duplicate): look again shortly.
+    if (Date.now() >= deadline) {
       throw new ConflictError('A request with this Idempotency-Key is still being processed.');
     }
-    // The first request's process died mid-way: take the claim over.
-    const taken = await ctx.db
-      .updateTable('idempotency_keys')
-      .set({ locked_until: new Date(now.getTime() + LOCK_MS).toISOString() })
-      .where('id', '=', existing.id)
-      .where('locked_until', '=', existing.locked_until)
-      .executeTakeFirst();
-    if (Number(taken.numUpdatedRows) === 1) {
-      request.idempotencyClaim = existing.id;
-      return false;
-    }
+    await sleep(pause);
+    pause = Math.min(pause * 2, 100);
   }
-  throw new ConflictError('A request with this Idempotency-Key is still being processed.');
 }
 
 /** Stores the response of a claimed request; a 5xx releases the key so a retry runs again. */

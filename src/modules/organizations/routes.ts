@@ -3,22 +3,23 @@ import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { dashboardSnapshot } from './dashboard.ts';
+import { DashboardSnapshot, Organization } from './schemas.ts';
 import { getOrganization, presentOrganization, updateOrganization } from './service.ts';
 
 export async function organizationRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/organization/', async (request) =>
+  app.get('/organization/', { schema: { response: { 200: Organization } } }, async (request) =>
     presentOrganization(await getOrganization(ctx.db, sessionOf(request).organizationId)),
   );
 
   app.patch(
     '/organization/',
-    { schema: { body: Type.Record(Type.String(), Type.Unknown()) } },
+    { schema: { body: Type.Record(Type.String(), Type.Unknown()), response: { 200: Organization } } },
     async (request) => updateOrganization(ctx, sessionOf(request).organizationId, request.body),
   );
 
-  app.get('/organization/dashboard/', async (request) =>
+  app.get('/organization/dashboard/', { schema: { response: { 200: DashboardSnapshot } } }, async (request) =>
     dashboardSnapshot(ctx, sessionOf(request).organizationId),
   );
 }

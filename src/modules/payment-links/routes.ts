@@ -1,22 +1,41 @@
 // Payment-link endpoints under /api: the dashboard's /payment-links/ (session only; API keys get 401)
 // and the public /payment-links/public/{token}/ preview and start (no auth, rate limited per IP).
+import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
+import { CheckoutCreated } from '../checkout/schemas.ts';
+import { DashboardPayment } from '../payments/schemas.ts';
 import { listLinkPayments } from './payments.ts';
 import { previewLink, startLink } from './public-service.ts';
-import { CreateLinkBody, LinkIdParam, LinkTokenParam, StartLinkBody, UpdateLinkBody } from './schemas.ts';
+import {
+  CreateLinkBody,
+  LinkIdParam,
+  LinkPreview,
+  LinkTokenParam,
+  PaymentLink,
+  PaymentLinkList,
+  StartLinkBody,
+  UpdateLinkBody,
+} from './schemas.ts';
 import { createLink, deleteLink, getLink, listLinks, updateLink } from './service.ts';
 
 async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/payment-links/', async (request) => listLinks(ctx, sessionOf(request).organizationId));
+  app.get('/payment-links/', { schema: { response: { 200: PaymentLinkList } } }, async (request) =>
+    listLinks(ctx, sessionOf(request).organizationId),
+  );
 
   app.post(
     '/payment-links/',
     {
-      schema: { body: CreateLinkBody, description: 'Create a link; its products and prices are a snapshot.' },
+      schema: {
+        body: CreateLinkBody,
+        response: { 201: PaymentLink },
+        description: 'Create a link; its products and prices are a snapshot.',
+      },
     },
     async (request, reply) =>
       reply.code(201).send(await createLink(ctx, sessionOf(request).organizationId, request.body)),
@@ -24,7 +43,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     '/payment-links/:id/',
-    { schema: { params: LinkIdParam, description: 'Detail and stats.' } },
+    { schema: { params: LinkIdParam, response: { 200: PaymentLink }, description: 'Detail and stats.' } },
     async (request) => getLink(ctx, sessionOf(request).organizationId, request.params.id),
   );
 
@@ -34,6 +53,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
       schema: {
         params: LinkIdParam,
         body: UpdateLinkBody,
+        response: { 200: PaymentLink },
         description: 'Update name, is_active, expires_at, max_uses, metadata; other fields are a 400.',
       },
     },
@@ -42,7 +62,13 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
 
   app.delete(
     '/payment-links/:id/',
-    { schema: { params: LinkIdParam, description: 'Soft delete: status deleted, public access 410.' } },
+    {
+      schema: {
+        params: LinkIdParam,
+        response: { 204: NoContent },
+        description: 'Soft delete: status deleted, public access 410.',
+      },
+    },
     async (request, reply) => {
       await deleteLink(ctx, sessionOf(request).organizationId, request.params.id);
       return reply.code(204).send();
@@ -51,7 +77,13 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     '/payment-links/:id/payments/',
-    { schema: { params: LinkIdParam, description: 'Payments started from the link, newest first.' } },
+    {
+      schema: {
+        params: LinkIdParam,
+        response: { 200: Type.Array(DashboardPayment) },
+        description: 'Payments started from the link, newest first.',
+      },
+    },
     async (request) => listLinkPayments(ctx, sessionOf(request).organizationId, request.params.id),
   );
 }
@@ -65,6 +97,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     {
       schema: {
         params: LinkTokenParam,
+        response: { 200: LinkPreview },
         description: 'Preview for the payment page; counts a view. 410 when unavailable.',
       },
     },
@@ -77,6 +110,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
       schema: {
         params: LinkTokenParam,
         body: StartLinkBody,
+        response: { 201: CheckoutCreated },
         description:
           'Create a hosted checkout session from the link snapshot, consuming one use. 410 when unavailable.',
       },

@@ -1,5 +1,7 @@
-// Request schemas of the payment-link endpoints: validation, types and the OpenAPI document from one source.
+// Request and response schemas of the payment-link endpoints: validation, types and the OpenAPI document
+// from one source.
 import { type Static, Type } from 'typebox';
+import { Money, Nullable, Shape, Timestamp } from '../../http/schemas.ts';
 import { BillingFields } from '../checkout/schemas.ts';
 
 // No length limit on ids: anything that is not a link's UUID is a 404, not a 400.
@@ -52,3 +54,55 @@ export const StartLinkBody = Type.Object(
   { additionalProperties: false },
 );
 export type StartLinkInput = Static<typeof StartLinkBody>;
+
+const LinkLineOut = {
+  product_id: Type.String(),
+  name: Type.String(),
+  unit_price: Money,
+  quantity: Type.Integer({ minimum: 1 }),
+};
+
+/** The dashboard record of a link. */
+export const PaymentLink = Shape(
+  {
+    id: Type.String({ format: 'uuid', description: 'Also the token of the public paths.' }),
+    name: Type.String(),
+    url: Type.String({ format: 'uri', description: 'The payment page: {KASSA_PUBLIC_URL}/pay/{id}.' }),
+    products: Type.Array(Shape(LinkLineOut), { description: 'Snapshot taken at creation.' }),
+    currency: LinkCurrency,
+    pricing_mode: PricingMode,
+    expires_at: Nullable(Timestamp),
+    max_uses: Nullable(Type.Integer({ minimum: 1 })),
+    uses_count: Type.Integer({ minimum: 0, description: 'Checkouts started.' }),
+    is_active: Type.Boolean(),
+    metadata: Metadata,
+    status: Type.Enum(['active', 'inactive', 'expired', 'exhausted', 'deleted']),
+    stats: Shape({
+      views: Type.Integer({ minimum: 0 }),
+      checkouts_started: Type.Integer({ minimum: 0 }),
+      payments_paid: Type.Integer({ minimum: 0 }),
+      revenue: Money,
+    }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  'A payment link with its dashboard stats.',
+);
+
+export const PaymentLinkList = Type.Array(PaymentLink, { description: 'Every link, newest first.' });
+
+/** GET /payment-links/public/{token}/: what the payment page shows. */
+export const LinkPreview = Shape(
+  {
+    id: Type.String({ format: 'uuid' }),
+    merchant: Shape({ name: Type.String(), website: Nullable(Type.String()) }),
+    name: Type.String(),
+    products: Type.Array(Shape({ ...LinkLineOut, amount: Money })),
+    currency: LinkCurrency,
+    pricing_mode: PricingMode,
+    tax_rate_percent: Money,
+    totals: Shape({ subtotal: Money, tax: Money, gross: Money }),
+    expires_at: Nullable(Timestamp),
+  },
+  'The link as its payment page shows it.',
+);

@@ -30,8 +30,28 @@ function cleanName(name: string): string {
   return trimmed;
 }
 
+/** Metadata may nest this deep: enough for any real use, and far from what overflows the stack. */
+const METADATA_MAX_DEPTH = 32;
+
+/** How deeply a JSON value nests, found without recursion (a hostile body may nest thousands deep). */
+function nestingDepth(value: unknown): number {
+  let deepest = 0;
+  const pending: [unknown, number][] = [[value, 1]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [item, depth] = next;
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > METADATA_MAX_DEPTH) break;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 function serializeMetadata(metadata: Record<string, unknown> | null): string | null {
   if (metadata === null) return null;
+  if (nestingDepth(metadata) > METADATA_MAX_DEPTH) {
+    throw new ValidationError(`metadata: may nest at most ${METADATA_MAX_DEPTH} levels deep.`);
+  }
   const text = JSON.stringify(metadata);
   if (text.length > METADATA_MAX_CHARS) {
     throw new ValidationError(`metadata: must be at most ${METADATA_MAX_CHARS} characters when serialized.`);

@@ -5,16 +5,25 @@ import { Type } from 'typebox';
 import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { type ListQuery, listPayments } from './list.ts';
+import {
+  DashboardPayment,
+  Payment,
+  PaymentListQuery,
+  PaymentPage,
+  ProviderWebhookReceived,
+} from './schemas.ts';
 import { getPaymentForDashboard, getPaymentForKey } from './service.ts';
 import { handleProviderWebhook } from './sync.ts';
 
 const PaymentIdParam = Type.Object({ id: Type.String() });
-const ListQuerySchema = Type.Record(Type.String(), Type.String());
 
 export async function paymentApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
   app.get(
     '/transactions/:id/',
-    { preValidation: requireKey(['payments:read']), schema: { params: PaymentIdParam } },
+    {
+      preValidation: requireKey(['payments:read']),
+      schema: { params: PaymentIdParam, response: { 200: Payment } },
+    },
     async (request) =>
       getPaymentForKey(ctx, apiKeyOf(request).organizationId, environment, request.params.id),
   );
@@ -23,12 +32,16 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
 export async function paymentSessionRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/payments/', { schema: { querystring: ListQuerySchema } }, async (request) =>
-    listPayments(ctx, sessionOf(request).organizationId, request.query as ListQuery),
+  app.get(
+    '/payments/',
+    { schema: { querystring: PaymentListQuery, response: { 200: PaymentPage } } },
+    async (request) => listPayments(ctx, sessionOf(request).organizationId, request.query as ListQuery),
   );
 
-  app.get('/payments/:id/', { schema: { params: PaymentIdParam } }, async (request) =>
-    getPaymentForDashboard(ctx, sessionOf(request).organizationId, request.params.id),
+  app.get(
+    '/payments/:id/',
+    { schema: { params: PaymentIdParam, response: { 200: DashboardPayment } } },
+    async (request) => getPaymentForDashboard(ctx, sessionOf(request).organizationId, request.params.id),
   );
 }
 
@@ -36,7 +49,10 @@ export async function providerWebhookRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     '/provider/webhooks/:provider/',
     {
-      schema: { params: Type.Object({ provider: Type.String() }) },
+      schema: {
+        params: Type.Object({ provider: Type.String() }),
+        response: { 200: ProviderWebhookReceived },
+      },
     },
     async (request) => handleProviderWebhook(ctx, request.params.provider, request.rawBody, request.headers),
   );

@@ -77,20 +77,30 @@ export async function checkoutPublicIds(db: Executor, sessionIds: number[]) {
 
 /**
  * Payments whose provider state may still move (undecided ones, and paid ones whose deposit is unsettled),
- * in id order after `afterId`, so a caller can cycle through all of them in batches.
+ * and processing ones created before `unansweredBefore` that never recorded a provider answer, in id
+ * order after `afterId`, so a caller can cycle through all of them in batches.
  */
-export function paymentsToSync(db: Executor, afterId: number, limit: number) {
+export function paymentsToSync(db: Executor, afterId: number, limit: number, unansweredBefore: string) {
   return db
     .selectFrom('payments')
-    .select(['id', 'provider_payment_id'])
+    .select(['id', 'public_id', 'provider_payment_id'])
     .where('id', '>', afterId)
-    .where('provider_payment_id', 'is not', null)
     .where((eb) =>
       eb.or([
-        eb('status', 'in', ['processing', 'pending']),
         eb.and([
-          eb('deposit_status', '=', 'pending'),
-          eb('status', 'in', ['paid', 'refund_pending', 'refunded']),
+          eb('provider_payment_id', 'is not', null),
+          eb.or([
+            eb('status', 'in', ['processing', 'pending']),
+            eb.and([
+              eb('deposit_status', '=', 'pending'),
+              eb('status', 'in', ['paid', 'refund_pending', 'refunded']),
+            ]),
+          ]),
+        ]),
+        eb.and([
+          eb('provider_payment_id', 'is', null),
+          eb('status', '=', 'processing'),
+          eb('created_at', '<', unansweredBefore),
         ]),
       ]),
     )
@@ -120,7 +130,7 @@ export function expiredProcessingPayments(db: Executor, now: string, limit: numb
 export function paymentByProviderId(db: Executor, provider: string, providerPaymentId: string) {
   return db
     .selectFrom('payments')
-    .select(['id', 'provider_payment_id'])
+    .select(['id', 'public_id', 'provider_payment_id'])
     .where('provider', '=', provider)
     .where('provider_payment_id', '=', providerPaymentId)
     .executeTakeFirst();

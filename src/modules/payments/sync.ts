@@ -4,20 +4,30 @@ import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
 import * as store from './store.ts';
+import type { PaymentRow } from './table.ts';
 import { applyProviderState, movePayment } from './transitions.ts';
 
 const BATCH = 100;
+/**
+ * A processing payment still without a provider id this long after its creation lost its first answer
+ * (the process died, or the call timed out, after the provider had recorded the attempt): the sync loop
+ * then looks it up by reference. Sooner, the hosted step's own call is most likely still in flight.
+ */
+export const UNANSWERED_AFTER_MS = 5_000;
+
+/** What re-reading a payment needs: its id, and the provider's id or else our reference. */
+export type SyncTarget = Pick<PaymentRow, 'id' | 'public_id' | 'provider_payment_id'>;
 
 /** Re-reads one payment from the provider and applies it; true when something visible changed. */
-export async function syncPayment(
-  ctx: AppContext,
-  paymentId: number,
-  providerPaymentId: string,
-): Promise<boolean> {
-  const state = await ctx.provider.getPayment(providerPaymentId);
+export async function syncPayment(ctx: AppContext, payment: SyncTarget): Promise<boolean> {
+  // Without a provider id the first attempt's answer was never recorded; the reference finds it.
+  const state =
+    payment.provider_payment_id === null
+      ? await ctx.provider.findPayment(payment.public_id)
+      : await ctx.provider.getPayment(payment.provider_payment_id);
   if (state === null) return false;
   return ctx.db.transaction().execute(async (trx) => {
-    const result = await applyProviderState(trx, paymentId, state, ctx.clock().toISOString());
+    const result = await applyProviderState(trx, payment.id, state, ctx.clock().toISOString());
     return result.changed;
   });
 }
@@ -46,13 +56,10 @@ const cursors = new WeakMap<AppContext, number>();
  */
 export async function syncDuePayments(ctx: AppContext): Promise<number> {
   const after = cursors.get(ctx) ?? 0;
-  const due = await store.paymentsToSync(ctx.db, after, BATCH);
+  const unansweredBefore = new Date(ctx.clock().getTime() - UNANSWERED_AFTER_MS).toISOString();
+  const due = await store.paymentsToSync(ctx.db, after, BATCH, unansweredBefore);
   cursors.set(ctx, due.length < BATCH ? 0 : due[due.length - 1].id);
-  return eachCounting(due, (row) =>
-    row.provider_payment_id === null
-      ? Promise.resolve(false)
-      : syncPayment(ctx, row.id, row.provider_payment_id),
-  );
+  return eachCounting(due, (row) => syncPayment(ctx, row));
 }
 
 /**
@@ -65,10 +72,10 @@ export async function expireCheckouts(ctx: AppContext): Promise<number> {
   return eachCounting(expired, async ({ id }) => {
     const payment = await ctx.db
       .selectFrom('payments')
-      .select('provider_payment_id')
+      .select(['id', 'public_id', 'provider_payment_id'])
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
-    if (payment.provider_payment_id !== null) await syncPayment(ctx, id, payment.provider_payment_id);
+    await syncPayment(ctx, payment);
     return ctx.db.transaction().execute(async (trx) => {
       const moved = await movePayment(trx, id, 'processing', 'failed', ctx.clock().toISOString());
       return moved !== null;
@@ -92,7 +99,7 @@ export async function handleProviderWebhook(
   }
   const payments = await eachCounting(parsed.paymentIds, async (providerPaymentId) => {
     const row = await store.paymentByProviderId(ctx.db, ctx.provider.name, providerPaymentId);
-    return row ? syncPayment(ctx, row.id, providerPaymentId) : false;
+    return row ? syncPayment(ctx, row) : false;
   });
   const refunds = await syncRefundsByProviderIds(ctx, parsed.refundIds);
   return { received: true, payments, refunds };

@@ -5,6 +5,7 @@ import { ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { param } from '../refunds/pagination.ts';
 import { parsePositiveAmount } from '../refunds/schemas.ts';
+import { Payout, PayoutListQuery, PayoutPage } from './schemas.ts';
 import { createPayout, listPayouts } from './service.ts';
 
 const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
@@ -17,15 +18,23 @@ function environmentOf(query: unknown) {
 }
 
 export async function payoutRoutes(app: App, { ctx }: RouteOptions) {
-  app.addHook('preHandler', sessionAuth(ctx));
+  app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/payouts/', async (request) =>
-    listPayouts(ctx.db, sessionOf(request).organizationId, environmentOf(request.query), request),
+  app.get(
+    '/payouts/',
+    { schema: { querystring: PayoutListQuery, response: { 200: PayoutPage } } },
+    async (request) =>
+      listPayouts(ctx.db, sessionOf(request).organizationId, environmentOf(request.query), request),
   );
 
   app.post(
     '/payouts/',
-    { schema: { body: Type.Object({ amount: Type.Unknown(), environment: Type.Optional(Environment) }) } },
+    {
+      schema: {
+        body: Type.Object({ amount: Type.Unknown(), environment: Type.Optional(Environment) }),
+        response: { 201: Payout },
+      },
+    },
     async (request, reply) => {
       const principal = sessionOf(request);
       const environment = request.body.environment ?? environmentOf(request.query);

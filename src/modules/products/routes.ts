@@ -1,8 +1,9 @@
 // Session endpoints /api/products/ and /api/products/{id}/.
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
-import { Currency } from '../../http/schemas.ts';
+import { Currency, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { Product, ProductList } from './schemas.ts';
 import { createProduct, deleteProduct, getProduct, listProducts, updateProduct } from './service.ts';
 
 // No length limit on the id: anything that is not a product id of this organization is a 404.
@@ -19,7 +20,9 @@ const Fields = {
 export async function productRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/products/', async (request) => listProducts(ctx, sessionOf(request).organizationId));
+  app.get('/products/', { schema: { response: { 200: ProductList } } }, async (request) =>
+    listProducts(ctx, sessionOf(request).organizationId),
+  );
 
   app.post(
     '/products/',
@@ -35,24 +38,35 @@ export async function productRoutes(app: App, { ctx }: RouteOptions) {
           },
           { additionalProperties: false },
         ),
+        response: { 201: Product },
       },
     },
     async (request, reply) =>
       reply.code(201).send(await createProduct(ctx, sessionOf(request).organizationId, request.body)),
   );
 
-  app.get('/products/:id/', { schema: { params: IdParam } }, async (request) =>
+  app.get('/products/:id/', { schema: { params: IdParam, response: { 200: Product } } }, async (request) =>
     getProduct(ctx, sessionOf(request).organizationId, request.params.id),
   );
 
   app.patch(
     '/products/:id/',
-    { schema: { params: IdParam, body: Type.Partial(Type.Object(Fields), { additionalProperties: false }) } },
+    {
+      schema: {
+        params: IdParam,
+        body: Type.Partial(Type.Object(Fields), { additionalProperties: false }),
+        response: { 200: Product },
+      },
+    },
     async (request) => updateProduct(ctx, sessionOf(request).organizationId, request.params.id, request.body),
   );
 
-  app.delete('/products/:id/', { schema: { params: IdParam } }, async (request, reply) => {
-    await deleteProduct(ctx, sessionOf(request).organizationId, request.params.id);
-    return reply.code(204).send();
-  });
+  app.delete(
+    '/products/:id/',
+    { schema: { params: IdParam, response: { 204: NoContent } } },
+    async (request, reply) => {
+      await deleteProduct(ctx, sessionOf(request).organizationId, request.params.id);
+      return reply.code(204).send();
+    },
+  );
 }

@@ -64,10 +64,12 @@ export function orderingParam<T extends string>(
 }
 
 function pageUrl(request: FastifyRequest, page: number | null): string {
-  const url = new URL(request.url, `${request.protocol}://${request.host}`);
+  // Only the path and query are parsed: the Host header is the client's, and a malformed one (or a
+  // path starting with //) must not break the page or move the link to another host.
+  const url = new URL(request.url.replace(/^\/+/, '/'), 'http://host.invalid');
   if (page === null || page === 1) url.searchParams.delete('page');
   else url.searchParams.set('page', String(page));
-  return url.toString();
+  return `${request.protocol}://${request.host}${url.pathname}${url.search}`;
 }
 
 /** Wraps one page of results; a page past the end is DRF's 404 "Invalid page.". */

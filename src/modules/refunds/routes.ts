@@ -9,9 +9,15 @@ import { listRefunds, presentRefund } from './list.ts';
 import {
   ApiRefundBody,
   DashboardRefundBody,
+  DashboardRefundListQuery,
   parseReason,
   parseRefundAmount,
+  Refund,
+  RefundCreated,
   RefundIdParam,
+  RefundListQuery,
+  RefundPage,
+  VerificationCodeSent,
 } from './schemas.ts';
 import { createRefund } from './service.ts';
 import * as store from './store.ts';
@@ -32,7 +38,10 @@ async function refuseApiKeys(request: FastifyRequest) {
 export async function refundApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
   app.post(
     '/transactions/:id/refund/',
-    { preValidation: requireKey(WRITE), schema: { params: RefundIdParam, body: ApiRefundBody } },
+    {
+      preValidation: requireKey(WRITE),
+      schema: { params: RefundIdParam, body: ApiRefundBody, response: { 200: RefundCreated } },
+    },
     async (request) => {
       const principal = request.principal;
       if (principal?.kind !== 'api_key') throw new NotFoundError('Payment not found.');
@@ -45,15 +54,22 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
     },
   );
 
-  app.get('/refunds/', { preValidation: requireKey(READ) }, async (request) => {
-    const principal = request.principal;
-    if (principal?.kind !== 'api_key') throw new NotFoundError();
-    return listRefunds(ctx.db, { organizationId: principal.organizationId, environment }, request);
-  });
+  app.get(
+    '/refunds/',
+    {
+      preValidation: requireKey(READ),
+      schema: { querystring: RefundListQuery, response: { 200: RefundPage } },
+    },
+    async (request) => {
+      const principal = request.principal;
+      if (principal?.kind !== 'api_key') throw new NotFoundError();
+      return listRefunds(ctx.db, { organizationId: principal.organizationId, environment }, request);
+    },
+  );
 
   app.get(
     '/refunds/:id/',
-    { preValidation: requireKey(READ), schema: { params: RefundIdParam } },
+    { preValidation: requireKey(READ), schema: { params: RefundIdParam, response: { 200: Refund } } },
     async (request) => {
       const principal = request.principal;
       if (principal?.kind !== 'api_key') throw new NotFoundError('Refund not found.');
@@ -80,21 +96,35 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
 
   // The dashboard's refund list: the same filters and page shape as GET /refunds/ (an API-key endpoint),
   // with ?environment=production|sandbox (default production).
-  app.get('/organization/refunds/', { preValidation: requireSession }, async (request) => {
-    const environment = (request.query as { environment?: string } | undefined)?.environment ?? 'production';
-    if (environment !== 'production' && environment !== 'sandbox') {
-      throw new ValidationError('environment: must be one of production, sandbox.');
-    }
-    return listRefunds(ctx.db, { organizationId: sessionOf(request).organizationId, environment }, request);
-  });
+  app.get(
+    '/organization/refunds/',
+    {
+      preValidation: requireSession,
+      schema: { querystring: DashboardRefundListQuery, response: { 200: RefundPage } },
+    },
+    async (request) => {
+      const environment =
+        (request.query as { environment?: string } | undefined)?.environment ?? 'production';
+      if (environment !== 'production' && environment !== 'sandbox') {
+        throw new ValidationError('environment: must be one of production, sandbox.');
+      }
+      return listRefunds(ctx.db, { organizationId: sessionOf(request).organizationId, environment }, request);
+    },
+  );
 
-  app.post('/refunds/verification-code/', { preValidation: requireSession }, async (request, reply) =>
-    reply.code(202).send(await issueVerificationCode(ctx, sessionOf(request))),
+  app.post(
+    '/refunds/verification-code/',
+    { preValidation: requireSession, schema: { response: { 202: VerificationCodeSent } } },
+    async (request, reply) => reply.code(202).send(await issueVerificationCode(ctx, sessionOf(request))),
   );
 
   app.post(
     '/refunds/',
-    { onRequest: refuseApiKeys, preValidation: requireSession, schema: { body: DashboardRefundBody } },
+    {
+      onRequest: refuseApiKeys,
+      preValidation: requireSession,
+      schema: { body: DashboardRefundBody, response: { 200: RefundCreated } },
+    },
     async (request) => {
       const principal = sessionOf(request);
       const reason = parseReason(request.body.reason);

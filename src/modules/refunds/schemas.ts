@@ -1,6 +1,7 @@
-// Request bodies of the refund endpoints, and the field checks TypeBox cannot phrase well.
+// Request and response bodies of the refund endpoints, and the field checks TypeBox cannot phrase well.
 import { Type } from 'typebox';
 import { ValidationError } from '../../http/errors.ts';
+import { Currency, Money, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
 import { MoneyFormatError, parseAmount } from '../../lib/money.ts';
 
 export const REASON_MAX = 500;
@@ -18,6 +19,63 @@ export const DashboardRefundBody = Type.Object({
 });
 
 export const RefundIdParam = Type.Object({ id: Type.String({ maxLength: 64 }) });
+
+/** A documented query parameter; listRefunds checks it (a bad or repeated one is a 400 naming it). */
+export const QueryParam = (description: string) => Type.Optional(Type.Unknown({ description }));
+
+const refundListParams = {
+  status: QueryParam('pending, processing, completed, failed or rejected.'),
+  created_at__gte: QueryParam('ISO 8601 date-time: created on or after.'),
+  created_at__lte: QueryParam('ISO 8601 date-time: created on or before.'),
+  search: QueryParam('Matches the payment public id or the reason (case-insensitive).'),
+  ordering: QueryParam('created_at, amount or status; prefix - for descending (default -created_at).'),
+  page: QueryParam('From 1.'),
+  page_size: QueryParam('Default 20, at most 100.'),
+};
+
+export const RefundListQuery = Type.Object(refundListParams);
+export const DashboardRefundListQuery = Type.Object({
+  ...refundListParams,
+  environment: QueryParam('production (default) or sandbox.'),
+});
+
+const RefundStatus = Type.Enum(['pending', 'processing', 'completed', 'failed', 'rejected']);
+
+/** The interface's Refund object (GET /refunds/, GET /refunds/{id}/). */
+export const Refund = Shape(
+  {
+    id: Type.String({ description: 'Public refund ID (RF…).' }),
+    transaction_id: Type.String({ description: 'Public ID of the refunded payment.' }),
+    amount: { ...Money, description: 'In the charge currency, TTC.' },
+    currency: Currency,
+    amount_in_cents: Nullable(Type.Integer({ description: 'Sent to the provider, HT basis.' })),
+    amount_usd: Nullable({ ...Money, description: 'Merchant wallet hold in USD.' }),
+    reason: Type.String(),
+    status: RefundStatus,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  'A refund.',
+);
+
+export const RefundPage = Page(Refund, 'A page of refunds, newest first by default.');
+
+/** The creation response: integer ids and the public id without its RF prefix, as the interface shows. */
+export const RefundCreated = Shape(
+  {
+    status: RefundStatus,
+    refund_id: Type.Integer({ description: 'Internal refund ID.' }),
+    refund_public_id: Type.String({ description: 'Public refund ID without the RF prefix.' }),
+    transaction_id: Type.Integer({ description: 'Internal payment ID.' }),
+    amount: Money,
+    currency: Currency,
+    amount_usd: { ...Money, description: 'Merchant wallet hold in USD.' },
+    amount_in_cents: Type.Integer({ description: 'Sent to the provider, HT basis.' }),
+  },
+  'The refund request was accepted: processing, or failed at once.',
+);
+
+export const VerificationCodeSent = Shape({ detail: Type.String(), expires_at: Timestamp });
 
 /** The reason shown to the customer: required, not blank, at most 500 characters. */
 export function parseReason(value: string): string {

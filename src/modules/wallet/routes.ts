@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { Wallet } from './schemas.ts';
 import { walletView } from './service.ts';
 
 export const EnvironmentQuery = Type.Object(
@@ -10,9 +11,12 @@ export const EnvironmentQuery = Type.Object(
 );
 
 export async function walletRoutes(app: App, { ctx }: RouteOptions) {
-  app.addHook('preHandler', sessionAuth(ctx));
+  app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/wallet/', { schema: { querystring: EnvironmentQuery } }, async (request) =>
-    walletView(ctx.db, sessionOf(request).organizationId, request.query.environment ?? 'production'),
+  app.get(
+    '/wallet/',
+    { schema: { querystring: EnvironmentQuery, response: { 200: Wallet } } },
+    async (request) =>
+      walletView(ctx.db, sessionOf(request).organizationId, request.query.environment ?? 'production'),
   );
 }

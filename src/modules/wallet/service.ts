@@ -15,7 +15,7 @@ export function presentBuckets(buckets: Buckets) {
     reserve: formatAmount(buckets.reserve),
     held: formatAmount(buckets.held),
     available: formatAmount(availableOf(buckets)),
-    currency: 'USD',
+    currency: 'USD' as const,
   };
 }
 

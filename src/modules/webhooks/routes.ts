@@ -12,9 +12,13 @@ import {
   ListDeliveriesSchema,
   ListReceivedSchema,
   PutEndpointSchema,
+  QueuedDelivery,
   ReceiverSchema,
+  RedeliverSchema,
   TestTransactionSchema,
   webhookTags as tags,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
 } from './schemas.ts';
 import { getEndpoint, putEndpoint, resendTransaction, rotateSecret, sendTestEvent } from './service.ts';
 
@@ -27,7 +31,13 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     `${BASE}/`,
-    { schema: { tags, summary: 'The webhook endpoint and a preview of its secret' } },
+    {
+      schema: {
+        tags,
+        summary: 'The webhook endpoint and a preview of its secret',
+        response: { 200: WebhookEndpoint },
+      },
+    },
     async (request) => getEndpoint(ctx, org(request)),
   );
   app.put(`${BASE}/`, { schema: PutEndpointSchema }, async (request) =>
@@ -35,12 +45,18 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   );
   app.post(
     `${BASE}/rotate/`,
-    { schema: { tags, summary: 'New signing secret, returned once' } },
+    {
+      schema: {
+        tags,
+        summary: 'New signing secret, returned once',
+        response: { 200: WebhookEndpointWithSecret },
+      },
+    },
     async (request) => rotateSecret(ctx, org(request)),
   );
   app.post(
     `${BASE}/test/`,
-    { schema: { tags, summary: 'Send a webhook.test event' } },
+    { schema: { tags, summary: 'Send a webhook.test event', response: { 202: QueuedDelivery } } },
     async (request, reply) => reply.code(202).send(await sendTestEvent(ctx, org(request))),
   );
   app.post(
@@ -68,7 +84,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   app.get(`${BASE}/deliveries/:id/`, { schema: DeliveryParamsSchema }, async (request) =>
     getDelivery(ctx, org(request), request.params.id),
   );
-  app.post(`${BASE}/deliveries/:id/redeliver/`, { schema: DeliveryParamsSchema }, async (request, reply) =>
+  app.post(`${BASE}/deliveries/:id/redeliver/`, { schema: RedeliverSchema }, async (request, reply) =>
     reply.code(201).send(await redeliver(ctx, org(request), request.params.id)),
   );
   app.get(`${BASE}/received/`, { schema: ListReceivedSchema }, async (request) =>

@@ -149,6 +149,15 @@ export class SimulatorProvider implements PaymentProvider {
     });
   }
 
+  async findPayment(reference: string): Promise<ProviderPaymentState | null> {
+    const row = await this.sim.db
+      .selectFrom('sim_payments')
+      .select('provider_payment_id')
+      .where('reference', '=', reference)
+      .executeTakeFirst();
+    return row ? this.getPayment(row.provider_payment_id) : null;
+  }
+
   createRefund(input: CreateRefundInput): Promise<ProviderRefundState> {
     return createSimRefund(this.sim, input);
   }

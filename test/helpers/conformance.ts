@@ -1,0 +1,143 @@
+// OpenAPI conformance of every response the e2e suite sees: call() hands each answer of a path under
+// /api or /sandbox/api to checkResponse, which validates the JSON body against the response schema that
+// the server's own /api/openapi.json declares for that operation and status. A mismatch throws, so the
+// test that made the call fails, naming the route, the status and the first schema error.
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import formats from 'ajv-formats';
+
+interface ResponseObject {
+  content?: Record<string, { schema?: unknown }>;
+}
+interface Operation {
+  responses?: Record<string, ResponseObject>;
+}
+interface OpenApiDocument {
+  paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, unknown> };
+}
+
+interface CompiledOperation {
+  method: string;
+  path: string;
+  pattern: RegExp;
+  params: number;
+  responses: Record<string, ResponseObject>;
+  validators: Map<string, ValidateFunction>;
+}
+
+const ajv = new Ajv2020({ strict: false, allErrors: false, addUsedSchema: false, validateFormats: true });
+formats.default(ajv);
+
+const operationsByServer = new Map<string, Promise<CompiledOperation[]>>();
+
+/** Inlines #/components/schemas refs and drops $id, so each schema compiles on its own. */
+function standalone(schema: unknown, components: Record<string, unknown>, depth = 0): unknown {
+  if (depth > 50) throw new Error('OpenAPI schema nests too deeply (a recursive $ref?)');
+  if (Array.isArray(schema)) return schema.map((item) => standalone(item, components, depth + 1));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const entries = Object.entries(schema as Record<string, unknown>);
+  const ref = (schema as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+    return standalone(components[ref.slice('#/components/schemas/'.length)], components, depth + 1);
+  }
+  return Object.fromEntries(
+    entries
+      .filter(([key]) => key !== '$id')
+      .map(([key, value]) => [key, standalone(value, components, depth + 1)]),
+  );
+}
+
+function compileDocument(document: OpenApiDocument): CompiledOperation[] {
+  const operations: CompiledOperation[] = [];
+  for (const [path, methods] of Object.entries(document.paths)) {
+    const source = path
+      .replace(/\/+$/, '')
+      .replace(/[.+?^$()|[\]\\]/g, '\\$&')
+      .replace(/\{[^}]+\}/g, '[^/]+');
+    for (const [method, operation] of Object.entries(methods)) {
+      operations.push({
+        method: method.toUpperCase(),
+        path,
+        pattern: new RegExp(`^${source}/?$`),
+        params: (path.match(/\{/g) ?? []).length,
+        responses: operation.responses ?? {},
+        validators: new Map(),
+      });
+    }
+  }
+  // A literal segment wins over a parameter (/refunds/verification-code/ before /refunds/{id}/).
+  return operations.sort((a, b) => a.params - b.params);
+}
+
+function operationsOf(serverUrl: string): Promise<CompiledOperation[]> {
+  let operations = operationsByServer.get(serverUrl);
+  if (!operations) {
+    operations = fetch(`${serverUrl}/api/openapi.json`)
+      .then((response) => response.json() as Promise<OpenApiDocument>)
+      .then((document) => {
+        const components = document.components?.schemas ?? {};
+        const compiled = compileDocument(document);
+        for (const operation of compiled)
+          for (const response of Object.values(operation.responses))
+            for (const media of Object.values(response.content ?? {}))
+              if (media.schema !== undefined) media.schema = standalone(media.schema, components);
+        return compiled;
+      });
+    operationsByServer.set(serverUrl, operations);
+  }
+  return operations;
+}
+
+/** The documented response for a status: the exact code, then its class (4XX), then default. */
+function responseFor(operation: CompiledOperation, status: number): [string, ResponseObject] | null {
+  for (const key of [String(status), `${String(status)[0]}XX`, 'default']) {
+    const response = operation.responses[key];
+    if (response) return [key, response];
+  }
+  return null;
+}
+
+export interface ObservedResponse {
+  method: string;
+  path: string;
+  status: number;
+  contentType: string | null;
+  text: string;
+  body: unknown;
+}
+
+/** Throws when a response to an /api or /sandbox/api path does not match its documented schema. */
+export async function checkResponse(serverUrl: string, observed: ObservedResponse): Promise<void> {
+  const rawPath = observed.path.split(/[?#]/)[0].replace(/\/{2,}/g, '/');
+  if (!/^\/(sandbox\/)?api\//.test(rawPath) || observed.method === 'HEAD' || observed.status >= 500) return;
+  const path = rawPath.replace(/^\/sandbox\/api\//, '/api/');
+  const operations = await operationsOf(serverUrl);
+  const operation = operations.find((op) => op.method === observed.method && op.pattern.test(path));
+  if (!operation) return;
+  const route = `${operation.method} ${operation.path}`;
+  const documented = responseFor(operation, observed.status);
+  if (!documented) {
+    throw new Error(`OpenAPI conformance: ${route} answered ${observed.status}, which it does not document.`);
+  }
+  const [key, response] = documented;
+  const media = response.content?.['application/json'];
+  if (!media?.schema) {
+    if (observed.text !== '')
+      throw new Error(`OpenAPI conformance: ${route} ${observed.status} documents no body but sent one.`);
+    return;
+  }
+  if (!observed.contentType?.includes('json')) return;
+  let validate = operation.validators.get(key);
+  if (!validate) {
+    validate = ajv.compile(media.schema as object);
+    operation.validators.set(key, validate);
+  }
+  if (!validate(observed.body)) {
+    const [first] = validate.errors ?? [];
+    const where = first?.instancePath || '(body)';
+    const extra = first?.params ? ` ${JSON.stringify(first.params)}` : '';
+    throw new Error(
+      `OpenAPI conformance: ${route} ${observed.status} does not match its schema: ${where} ${first?.message ?? 'is invalid'}${extra}`,
+    );
+  }
+}

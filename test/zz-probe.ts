@@ -1,0 +1,15 @@
+import { sql } from 'kysely';
+import { rowCounts } from './helpers/fuzz.ts';
+import { createOrgFixture } from './helpers/fuzz-fixture.ts';
+import { startTestServer } from './helpers/server.ts';
+const s = await startTestServer({ worker: false });
+const a = await createOrgFixture(s, 'a');
+const db = s.ctx.db;
+const orig = db.executeQuery.bind(db);
+let captured = '';
+await rowCounts({ ...db, executeQuery: (q: { sql: string }) => { captured = q.sql; return orig(q as never); } } as never, a.organizationId).catch(() => {});
+console.log(captured.slice(0, 300));
+const text = captured.replace(/\$\d+/g, String(a.organizationId));
+const r = await sql.raw(`EXPLAIN ANALYZE ${text}`).execute(db);
+console.log((r.rows as {'QUERY PLAN': string}[]).slice(-3));
+await s.close();
