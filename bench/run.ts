@@ -12,6 +12,7 @@
 //   KASSA_BENCH_ONLY                      run only the scenarios whose name contains this text
 //   KASSA_BENCH_PROFILE=1                 CPU-profile the service (node --cpu-prof); the profile is
 //                                         summarised and kept under bench/results/profiles/
+//   KASSA_BENCH_NODE_FLAGS                extra node flags for the service, e.g. "--max-semi-space-size=4"
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +52,7 @@ const PG_URL = process.env.KASSA_BENCH_DATABASE_URL || DEFAULT_PG_URL;
 const DATABASES = (process.env.KASSA_BENCH_DATABASES || 'sqlite,postgres').split(',');
 const ONLY = process.env.KASSA_BENCH_ONLY || '';
 const PROFILE = process.env.KASSA_BENCH_PROFILE === '1';
+const NODE_FLAGS = (process.env.KASSA_BENCH_NODE_FLAGS || '').split(' ').filter(Boolean);
 const STARTED_AT = new Date();
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
 
@@ -159,7 +161,7 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
   try {
     const merchant = await createMerchantWithCli(database.env);
     const started = await startServe(database.env, {
-      nodeFlags: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      nodeFlags: [...NODE_FLAGS, ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
     });
     service = started.child;
     const access = await merchantAccess(started.url, merchant, `${receiver.url}/hooks`);

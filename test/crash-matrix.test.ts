@@ -1,9 +1,12 @@
 // The crash matrix: the real service runs as a child process (`kassa serve`) while the test drives a
 // stream of checkouts, payments (pay + sync), refunds and webhook deliveries through its HTTP API, and
 // kills it with SIGKILL at random moments, restarting it on the same data each time. The test keeps
-// every answer it saw succeed. At the end, once the last server has drained its outbox, nothing
-// acknowledged may be missing or have moved backwards, no ledger effect may be applied twice, the
-// wallet must equal its ledger, and every committed event must have reached the receiver signed.
+// every answer it saw succeed, and retries unanswered requests with the same Idempotency-Key (whose
+// lock is short here, so a retry takes over the key of a request that died). At the end, once the
+// last server has drained its outbox, nothing acknowledged may be missing or have moved backwards, no
+// request may have made its change twice, no ledger effect may be applied twice, the wallet must
+// equal its ledger, the provider and Kassa must agree, and every committed event must have reached
+// the receiver signed (bench/invariants.ts).
 //
 // KASSA_CRASH_KILLS sets the number of kills (default 50); KASSA_CRASH_LONG=1 makes it 300.
 import assert from 'node:assert/strict';
@@ -159,6 +162,7 @@ const acked = {
   refunds: new Map<number, { status: string; amount: string; paymentId: number }>(),
   testDeliveries: new Set<string>(),
 };
+/** What the clients saw, by "method path status" (printed when the run fails). */
 const stats = { requests: 0, noAnswer: 0, serverErrors: [] as string[], statuses: new Map<string, number>() };
 
 let env: Record<string, string>;
@@ -561,6 +565,8 @@ test(`acknowledged changes survive ${KILLS} SIGKILLs of the service, applied onc
     `${stats.noAnswer} unanswered, ${doubled.length} idempotent requests applied twice`;
   t.diagnostic(summary);
   console.log(`${summary}\n${formatInvariants(invariants)}`);
+  if (lost.length || doubled.length || stats.serverErrors.length)
+    console.log([...stats.statuses].map(([what, n]) => `  ${n}× ${what}`).join('\n'));
 
   assert.deepEqual(lost, [], 'acknowledged changes lost');
   assert.deepEqual(doubled, [], 'one idempotent request made its change more than once');

@@ -457,6 +457,37 @@ describe('security: callers, tenants and environments', () => {
     assert.match(page.body.next, /^http:\/\/[^/]+\/api\/refunds\/\?page_size=1&page=2$/);
   });
 
+  test('traversal paths on the static and page routes never serve a file from outside their folder', async () => {
+    const targets = [
+      '../../package.json',
+      '..%2f..%2fpackage.json',
+      '%2e%2e/%2e%2e/package.json',
+      '..%5c..%5cpackage.json',
+      '....//....//package.json',
+      '%252e%252e%252fpackage.json',
+      'assets/../../../package.json',
+      '%c0%ae%c0%ae/%c0%ae%c0%ae/package.json',
+      '.%2e/.%2e/.%2e/etc/passwd',
+      '..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd',
+    ];
+    for (const base of [
+      '/dashboard/',
+      '/dashboard/assets/',
+      '/docs/',
+      '/docs/static/',
+      '/checkout/',
+      '/pay/',
+      '/',
+    ]) {
+      for (const target of targets) {
+        const path = base + target;
+        const answer = await rawRequest(server.url, { method: 'GET', path, headers: {} });
+        assert.equal(responseViolation('GET', path, answer), null, path);
+        assert.doesNotMatch(answer.text, /"name": "kassa"|root:x:0:0|devDependencies/, path);
+      }
+    }
+  });
+
   test('list and detail responses never carry key hashes, password hashes or raw secrets', async () => {
     const { db } = server.ctx;
     const hashes = [

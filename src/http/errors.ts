@@ -148,7 +148,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0];
     const allow = allowedMethods(path);
-    if (allow.length > 0 && request.method !== 'OPTIONS') {
+    // A route of this method that found nothing (a static file that is not there) is a 404, not a 405.
+    const routed = allow.includes(request.method) || (request.method === 'HEAD' && allow.includes('GET'));
+    if (allow.length > 0 && !routed && request.method !== 'OPTIONS') {
       return send(reply, 405, `Method "${request.method}" not allowed.`, { allow: allow.join(', ') });
     }
     return send(reply, 404, 'Not found.');
@@ -177,7 +179,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
         return send(reply, 400, 'Malformed request URL.');
     }
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
-      return send(reply, error.statusCode, error.message || 'Bad request.');
+      // A plugin's own message is kept when it is a sentence; otherwise the status says it ("Forbidden.").
+      const detail = /^[^\n]{1,300}[.!?]$/.test(error.message ?? '')
+        ? error.message
+        : `${STATUS_CODES[error.statusCode] ?? 'Bad Request'}.`;
+      return send(reply, error.statusCode, detail);
     }
     request.log.error({ err: error }, 'unhandled error');
     return send(reply, 500, 'Internal server error.');

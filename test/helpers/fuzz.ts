@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import pg from 'pg';
 import type { Database } from '../../src/db/database.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -175,6 +176,7 @@ const EXTRA_OPERATIONS: Operation[] = [
   op('GET', '/readyz', 'page'),
   op('GET', '/metrics', 'page'),
   op('GET', '/docs', 'page'),
+  op('GET', '/docs/static/{rest}', 'page'),
   op('GET', '/api/openapi.json', 'page'),
   op('GET', '/api/{rest}/', 'public'),
   op('POST', '/{rest}', 'public'),
@@ -326,39 +328,103 @@ function scoped(scope: Scope, organizationId: number): RawBuilder<unknown> {
 
 export type RowCounts = Record<string, number>;
 
+/**
+ * Where snapshot queries run: a Kysely instance, or (PostgreSQL) a pool of its own whose queries are
+ * named prepared statements: planning the count over every table costs more than running it, and the
+ * fuzz runs it after every refused request.
+ */
+export interface RowSource {
+  /** PostgreSQL hashes the rows itself, in one statement; elsewhere they are read and hashed here. */
+  hashesInDatabase: boolean;
+  rows(name: string, query: RawBuilder<Record<string, unknown>>): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+
+export function kyselySource(db: Kysely<Database>): RowSource {
+  return {
+    hashesInDatabase: false,
+    rows: async (_name, query) => (await query.execute(db)).rows,
+    close: async () => {},
+  };
+}
+
+export function preparedSource(
+  db: Kysely<Database>,
+  url: string,
+  schema: string | null,
+  size = 8,
+): RowSource {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: size,
+    options: schema ? `-c search_path=${schema}` : undefined,
+  });
+  return {
+    hashesInDatabase: true,
+    async rows(name, query) {
+      const { sql: text, parameters } = query.compile(db);
+      return (await pool.query({ name, text, values: [...parameters] })).rows;
+    },
+    close: () => pool.end(),
+  };
+}
+
+function source(from: Kysely<Database> | RowSource): RowSource {
+  return 'rows' in from ? from : kyselySource(from);
+}
+
 /** Row counts of every table, for one organization, in one round trip. */
-export async function rowCounts(db: Kysely<Database>, organizationId: number): Promise<RowCounts> {
+export async function rowCounts(
+  from: Kysely<Database> | RowSource,
+  organizationId: number,
+): Promise<RowCounts> {
   const columns = TABLES.map(
     ({ table, scope }) =>
       sql`(SELECT count(*) FROM ${sql.table(table)} WHERE ${scoped(scope, organizationId)}) AS ${sql.ref(table)}`,
   );
-  const result = await sql<Record<string, number | string | bigint>>`SELECT ${sql.join(columns)}`.execute(db);
-  const row = result.rows[0] ?? {};
+  const [row = {}] = await source(from).rows(
+    'fuzz_counts',
+    sql<Record<string, unknown>>`SELECT ${sql.join(columns)}`,
+  );
   return Object.fromEntries(TABLES.map(({ table }) => [table, Number(row[table])]));
 }
 
 /** A hash of every row (all columns but the ignored ones) of every table, per table. */
 export async function rowChecksums(
-  db: Kysely<Database>,
+  from: Kysely<Database> | RowSource,
   organizationId: number,
 ): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
+  const reader = source(from);
+  if (reader.hashesInDatabase) {
+    const parts = TABLES.map(({ table, scope, ignore = [] }) => {
+      const row = ignore.reduce((json, column) => sql`${json} - ${sql.lit(column)}`, sql`to_jsonb(x)`);
+      return sql`SELECT ${sql.lit(table)} AS t, count(*) || ':' || left(md5(coalesce(string_agg((${row})::text, E'\\n' ORDER BY x.id), '')), 16) AS h FROM ${sql.table(table)} x WHERE ${scoped(scope, organizationId)}`;
+    });
+    const rows = await reader.rows(
+      'fuzz_checksums',
+      sql<Record<string, unknown>>`${sql.join(parts, sql` UNION ALL `)}`,
+    );
+    return Object.fromEntries(rows.map((row) => [String(row.t), String(row.h)]));
+  }
   const results = await Promise.all(
     TABLES.map(({ table, scope }) =>
-      sql<
-        Record<string, unknown>
-      >`SELECT * FROM ${sql.table(table)} WHERE ${scoped(scope, organizationId)} ORDER BY id`.execute(db),
+      reader.rows(
+        `fuzz_rows_${table}`,
+        sql<
+          Record<string, unknown>
+        >`SELECT * FROM ${sql.table(table)} WHERE ${scoped(scope, organizationId)} ORDER BY id`,
+      ),
     ),
   );
+  const out: Record<string, string> = {};
   for (const [index, { table, ignore = [] }] of TABLES.entries()) {
-    const result = results[index];
     const hash = createHash('sha256');
-    for (const row of result.rows) {
+    for (const row of results[index]) {
       for (const column of ignore) delete row[column];
       hash.update(JSON.stringify(row, (_key, value) => (typeof value === 'bigint' ? String(value) : value)));
       hash.update('\n');
     }
-    out[table] = `${result.rows.length}:${hash.digest('hex').slice(0, 16)}`;
+    out[table] = `${results[index].length}:${hash.digest('hex').slice(0, 16)}`;
   }
   return out;
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { apiKeyOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { recordIdempotentResponseIn } from '../idempotency/service.ts';
 import { cancelCheckout, syncCheckoutById, syncCheckoutByToken } from './finish.ts';
 import { getHostedCheckout } from './hosted.ts';
 import { payCheckout } from './pay.ts';
@@ -35,7 +36,11 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
     },
     async (request, reply) => {
       const key = apiKeyOf(request);
-      return reply.code(201).send(await createCheckout(ctx, key.organizationId, environment, request.body));
+      // The session and the Idempotency-Key's answer commit together: a retry never creates a second one.
+      const created = await createCheckout(ctx, key.organizationId, environment, request.body, (trx, body) =>
+        recordIdempotentResponseIn(trx, request, 201, body),
+      );
+      return reply.code(201).send(created);
     },
   );
 

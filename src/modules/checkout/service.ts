@@ -104,19 +104,23 @@ export async function createCheckoutSession(
   };
 }
 
-/** POST /checkout/create/ with an API key of `environment`. */
+/**
+ * POST /checkout/create/ with an API key of `environment`. `afterCreate` runs in the session's own
+ * transaction (the route records the Idempotency-Key's answer there).
+ */
 export async function createCheckout(
   ctx: AppContext,
   organizationId: number,
   environment: Environment,
   body: CreateCheckoutInput,
+  afterCreate: (trx: Executor, created: CheckoutCreatedBody) => Promise<void> = async () => {},
 ): Promise<CheckoutCreatedBody> {
   const simulate = parseSimulate(environment, body.sandbox_simulate);
   const { billing, urls } = parseBillingAndUrls(body);
   const currency = body.currency === 'EUR' ? 'EUR' : 'USD';
   return ctx.db.transaction().execute(async (trx) => {
     const items = await parseItems(trx, organizationId, currency, body.products);
-    return createCheckoutSession(trx, ctx, {
+    const created = await createCheckoutSession(trx, ctx, {
       organizationId,
       environment,
       currency,
@@ -127,5 +131,7 @@ export async function createCheckout(
       simulate,
       paymentLinkId: null,
     });
+    await afterCreate(trx, created);
+    return created;
   });
 }

@@ -2,9 +2,13 @@
 // the same key with another body is a 422; a duplicate of a request still running waits for it and
 // replays its answer, and is a 409 only when the first is still running after the wait.
 // The claim is a row with a unique (organization, environment, key), so it holds across processes.
+// A route whose change commits before it answers records its answer in that same transaction
+// (recordIdempotentResponseIn): if the process dies between the commit and the reply, a retry that
+// takes the key over replays that answer instead of making the change a second time.
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
 import { ConflictError, UnprocessableError, ValidationError } from '../../http/errors.ts';
 import type { ApiKeyPrincipal } from '../api-keys/service.ts';
 
@@ -116,7 +120,34 @@ export async function claimIdempotencyKey(
   }
 }
 
-/** Stores the response of a claimed request; a 5xx releases the key so a retry runs again. */
+/** Requests whose change committed together with a recorded answer (recordIdempotentResponseIn). */
+const answeredWithChange = new WeakSet<FastifyRequest>();
+
+/**
+ * Inside the transaction that makes a claimed request's change: records `body` (serialised as the reply
+ * would be) as the key's answer, committed with the change or not at all. The reply recorded when the
+ * request completes replaces it (it may say more, e.g. the provider's answer), unless that is a 5xx.
+ */
+export async function recordIdempotentResponseIn(
+  trx: Executor,
+  request: FastifyRequest,
+  status: number,
+  body: unknown,
+): Promise<void> {
+  const claim = request.idempotencyClaim;
+  if (claim === null) return;
+  await trx
+    .updateTable('idempotency_keys')
+    .set({ status: 'done', response_status: status, response_body: JSON.stringify(body) })
+    .where('id', '=', claim)
+    .execute();
+  answeredWithChange.add(request);
+}
+
+/**
+ * Stores the response of a claimed request. A 5xx releases the key so a retry runs again, unless the
+ * change already committed with its answer: then that answer stays, and a retry replays it.
+ */
 export async function recordIdempotentResponse(
   ctx: AppContext,
   request: FastifyRequest,
@@ -127,6 +158,7 @@ export async function recordIdempotentResponse(
   if (claim === null) return;
   request.idempotencyClaim = null;
   if (status >= 500) {
+    if (answeredWithChange.has(request)) return;
     await ctx.db.deleteFrom('idempotency_keys').where('id', '=', claim).execute();
     return;
   }

@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { MethodNotAllowedError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { recordIdempotentResponseIn } from '../idempotency/service.ts';
 import { listRefunds, presentRefund } from './list.ts';
 import {
   ApiRefundBody,
@@ -19,7 +20,7 @@ import {
   RefundPage,
   VerificationCodeSent,
 } from './schemas.ts';
-import { createRefund } from './service.ts';
+import { createRefund, presentCreatedRefund } from './service.ts';
 import * as store from './store.ts';
 import { checkVerificationCode, consumeVerificationCode, issueVerificationCode } from './verification.ts';
 
@@ -50,6 +51,11 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
         ctx,
         { organizationId: principal.organizationId, environment },
         { transactionId: request.params.id, amount, reason: parseReason(request.body.reason), source: 'api' },
+        // The refund and the Idempotency-Key's answer commit together: a retry never refunds twice.
+        {
+          afterRecord: (trx, refund) =>
+            recordIdempotentResponseIn(trx, request, 200, presentCreatedRefund(refund)),
+        },
       );
     },
   );
@@ -134,7 +140,7 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
         ctx,
         { organizationId: principal.organizationId, environment: null },
         { transactionId: String(request.body.transaction_id), amount, reason, source: 'dashboard' },
-        (trx) => consumeVerificationCode(trx, codeId, ctx.clock().toISOString()),
+        { beforeRecord: (trx) => consumeVerificationCode(trx, codeId, ctx.clock().toISOString()) },
       );
     },
   );

@@ -31,6 +31,14 @@ export interface RefundRequest {
   source: 'api' | 'dashboard';
 }
 
+/** Work the caller adds to the refund's own transaction. */
+export interface RecordHooks {
+  /** Once every rule passed, before the refund is written (e.g. consume a verification code). */
+  beforeRecord?: (trx: Executor) => Promise<void>;
+  /** Once the refund, its hold and the payment's status are written (e.g. the idempotent answer). */
+  afterRecord?: (trx: Executor, refund: RefundRow) => Promise<void>;
+}
+
 export function paymentFacts(payment: PaymentRow, refundedHt: bigint) {
   return {
     status: payment.status,
@@ -50,7 +58,7 @@ async function recordRefundRequest(
   scope: store.Scope,
   request: RefundRequest,
   now: string,
-  beforeRecord: (trx: Executor) => Promise<void>,
+  hooks: RecordHooks,
 ) {
   const payment = await store.lockPayment(trx, scope, request.transactionId);
   if (!payment) throw new NotFoundError('Payment not found.');
@@ -58,7 +66,7 @@ async function recordRefundRequest(
   assertPaymentRefundable(facts, await store.hasRefundInFlight(trx, payment.id));
   const wallet = await lockWallet(trx, payment.organization_id, payment.environment, now);
   const amounts = refundAmounts(facts, wallet, request.amount);
-  await beforeRecord(trx);
+  await hooks.beforeRecord?.(trx);
   let refund: RefundRow;
   try {
     refund = await trx
@@ -93,6 +101,7 @@ async function recordRefundRequest(
     now,
   );
   const updated = await changePaymentStatus(trx, payment, 'refund_pending', now);
+  await hooks.afterRecord?.(trx, refund);
   return { refund, payment: updated };
 }
 
@@ -137,12 +146,12 @@ export async function createRefund(
   deps: RefundDeps,
   scope: store.Scope,
   request: RefundRequest,
-  beforeRecord: (trx: Executor) => Promise<void> = async () => {},
+  hooks: RecordHooks = {},
 ) {
   const now = deps.clock().toISOString();
   const recorded = await deps.db
     .transaction()
-    .execute((trx) => recordRefundRequest(trx, scope, request, now, beforeRecord));
+    .execute((trx) => recordRefundRequest(trx, scope, request, now, hooks));
   const answer = await submitToProvider(deps, recorded.refund, recorded.payment);
   if (answer === null) return presentCreatedRefund(recorded.refund);
   const refund = await recordProviderAnswer(deps, recorded.refund.id, answer);
