@@ -25,7 +25,7 @@ import { getEndpoint, putEndpoint, resendTransaction, rotateSecret, sendTestEven
 const BASE = '/organization/webhook';
 
 async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
-  app.addHook('preHandler', sessionAuth(ctx));
+  app.addHook('preValidation', sessionAuth(ctx));
   const org = (request: FastifyRequest) => sessionOf(request).organizationId;
   const link = (path: string) => `${ctx.config.publicUrl}/api${BASE}${path}`;
 
