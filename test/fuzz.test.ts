@@ -88,17 +88,7 @@ function describeExchange(
 const KNOWN_ISSUES: {
   issue: string;
   matches: (operation: Operation, request: RawRequest, response: RawResponse) => boolean;
-}[] = [
-  {
-    issue:
-      'src/modules/webhooks/receiver.ts keeps a body holding a NUL byte as utf8 text, which PostgreSQL refuses (500)',
-    matches: (operation, request, response) =>
-      DB_KIND === 'postgres' &&
-      operation.path === '/api/v1/webhooks/{slug}/' &&
-      response.status === 500 &&
-      String(request.body ?? '').includes('\0'),
-  },
-];
+}[] = [];
 
 /** Touches credentials: a success here may end the session or replace a key. */
 function touchesCredentials(operation: Operation): boolean {

@@ -23,8 +23,10 @@ function keptHeaders(headers: IncomingHttpHeaders): Record<string, string> {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** The body as stored: UTF-8 text, or base64 for bytes text columns cannot hold (invalid UTF-8, NUL). */
 function bodyText(body: Buffer): { text: string; encoding: 'utf8' | 'base64' } {
   try {
+    if (body.includes(0)) throw new Error('NUL');
     return { text: utf8.decode(body), encoding: 'utf8' };
   } catch {
     return { text: body.toString('base64'), encoding: 'base64' };
