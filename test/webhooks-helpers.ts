@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 // A real webhook receiver on loopback for the webhook tests: records every request with its raw
 // bytes, and answers as each test scripts it.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -111,4 +112,20 @@ export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_00
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The signature header Kassa should send for `body`, computed independently of its code. */
+export function hmac(secret: string, body: Buffer | string) {
+  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;
+}
+
+export interface Delivery {
+  id: string;
+  event: string;
+  status: string;
+  attempt_count: number;
+  redelivery_of: string | null;
+  attempts: { attempt: number; response_status: number | null; duration_ms: number; error: string | null }[];
 }

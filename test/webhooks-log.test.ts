@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { verify } from '@octokit/webhooks-methods';
 import { emitEvent } from '../src/modules/events/emit.ts';
@@ -11,22 +10,15 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
-import { header, type Receiver, setEndpoint, startReceiver, waitUntil } from './webhooks-helpers.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-function _hmac(secret: string, body: Buffer | string) {
-  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;
-}
-
-interface Delivery {
-  id: string;
-  event: string;
-  status: string;
-  attempt_count: number;
-  redelivery_of: string | null;
-  attempts: { attempt: number; response_status: number | null; duration_ms: number; error: string | null }[];
-}
+import {
+  type Delivery,
+  header,
+  type Receiver,
+  setEndpoint,
+  startReceiver,
+  UUID,
+  waitUntil,
+} from './webhooks-helpers.ts';
 
 describe('the webhook delivery log, redelivery and resend', () => {
   let server: TestServer;
@@ -46,14 +38,6 @@ describe('the webhook delivery log, redelivery and resend', () => {
   }
   const mine = (merchant: Merchant) => (request: { path: string }) =>
     request.path === `/hooks/${merchant.slug}`;
-
-  async function _delivery(merchant: Merchant, id: string) {
-    const response = await call<Delivery>(server, 'GET', `/api/organization/webhook/deliveries/${id}/`, {
-      token: merchant.token,
-    });
-    assert.equal(response.status, 200, response.text);
-    return response.body;
-  }
 
   before(async () => {
     receiver = await startReceiver();

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { verify } from '@octokit/webhooks-methods';
 import { emitEvent } from '../src/modules/events/emit.ts';
@@ -10,22 +9,16 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
-import { header, type Receiver, setEndpoint, startReceiver, waitUntil } from './webhooks-helpers.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-function hmac(secret: string, body: Buffer | string) {
-  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;
-}
-
-interface Delivery {
-  id: string;
-  event: string;
-  status: string;
-  attempt_count: number;
-  redelivery_of: string | null;
-  attempts: { attempt: number; response_status: number | null; duration_ms: number; error: string | null }[];
-}
+import {
+  type Delivery,
+  header,
+  hmac,
+  type Receiver,
+  setEndpoint,
+  startReceiver,
+  UUID,
+  waitUntil,
+} from './webhooks-helpers.ts';
 
 describe('webhook configuration and delivery', () => {
   let server: TestServer;
