@@ -3,11 +3,11 @@
 // limits out of the way, and a merchant prepared the way an operator and a merchant would: the
 // `kassa merchant create` CLI, a dashboard login, an API key and the webhook endpoint through the API.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { type Child, runNode, startNode, waitFor } from './processes.ts';
+import { type Child, ROOT, runNode, startNode, waitFor } from './processes.ts';
 
 export const DEFAULT_PG_URL = 'postgres://root@127.0.0.1:5432/test';
 
@@ -96,12 +96,19 @@ export async function createMerchantWithCli(env: Record<string, string>): Promis
   return { organizationId: printed.organization.id, email, password };
 }
 
-/** `kassa serve` (or `serve --no-worker`); resolves with its URL once it listens. */
+/** The V8 flags `npm start` runs the service with (package.json is their one home; bin/kassa.js repeats them). */
+export const SERVICE_NODE_FLAGS: string[] = (
+  JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string
+)
+  .split(' ')
+  .filter((arg) => arg.startsWith('--max-'));
+
+/** `kassa serve` (or `serve --no-worker`), with the flags of `npm start`; resolves with its URL once it listens. */
 export async function startServe(
   env: Record<string, string>,
   options: { worker?: boolean; nodeFlags?: string[] } = {},
 ): Promise<{ child: Child; url: string }> {
-  const args = [...(options.nodeFlags ?? []), 'src/cli/main.ts', 'serve'];
+  const args = [...SERVICE_NODE_FLAGS, ...(options.nodeFlags ?? []), 'src/cli/main.ts', 'serve'];
   if (options.worker === false) args.push('--no-worker');
   const child = startNode(args, env);
   const [, url] = await waitFor(child, /listening on (http:\/\/\S+)/);
@@ -110,7 +117,7 @@ export async function startServe(
 
 /** `kassa worker`; resolves once it runs. */
 export async function startWorkerProcess(env: Record<string, string>): Promise<Child> {
-  const child = startNode(['src/cli/main.ts', 'worker'], env);
+  const child = startNode([...SERVICE_NODE_FLAGS, 'src/cli/main.ts', 'worker'], env);
   await waitFor(child, /worker running/);
   return child;
 }

@@ -14,6 +14,9 @@ export interface RateLimitConfig {
   publicWindowMs: number;
   loginFailures: number;
   loginWindowMs: number;
+  /** Refund verification codes mailed per dashboard user per window. */
+  verificationCodes: number;
+  verificationCodeWindowMs: number;
 }
 
 export interface Config {
@@ -180,6 +183,8 @@ export function loadConfig(env: Env = process.env): Config {
       publicWindowMs: int(env, 'KASSA_RATE_LIMIT_PUBLIC_WINDOW_MS', 60000, 1),
       loginFailures: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES', 10, 1),
       loginWindowMs: int(env, 'KASSA_RATE_LIMIT_LOGIN_WINDOW_MS', 900000, 1),
+      verificationCodes: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES', 10, 1),
+      verificationCodeWindowMs: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES_WINDOW_MS', 3600000, 1),
     },
     trustProxy: bool(env, 'KASSA_TRUST_PROXY', false),
     bodyLimit: int(env, 'KASSA_BODY_LIMIT', 1024 * 1024, 1024),

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { ValidationError } from '../src/http/errors.ts';
+import { createMerchant } from '../src/modules/organizations/service.ts';
 import {
   call,
   createTestMerchant,
@@ -215,5 +217,33 @@ describe('the organization profile', () => {
     assert.equal(stats.transaction_count, 0);
     assert.deepEqual(response.body.recent_activity, []);
     assert.equal((await call(server, 'GET', '/api/organization/dashboard/')).status, 401);
+  });
+});
+
+describe('creating merchants concurrently', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ worker: false });
+  });
+  after(() => server.close());
+
+  test('with one email: exactly one is created, the others get the email message (never a unique-index error)', async () => {
+    for (let round = 0; round < 5; round++) {
+      const email = `race-${round}@acme.test`;
+      const results = await Promise.allSettled(
+        Array.from({ length: 6 }, () =>
+          createMerchant(server.ctx, { organization: 'Race', email, password: 'password-race' }),
+        ),
+      );
+      const created = results.filter((result) => result.status === 'fulfilled');
+      assert.equal(created.length, 1);
+      for (const result of results) {
+        if (result.status === 'fulfilled') continue;
+        assert.ok(result.reason instanceof ValidationError, String(result.reason));
+        assert.equal(result.reason.message, 'email: a user with this email already exists.');
+      }
+      const users = await server.ctx.db.selectFrom('users').select('id').where('email', '=', email).execute();
+      assert.equal(users.length, 1);
+    }
   });
 });

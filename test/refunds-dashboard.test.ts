@@ -152,6 +152,53 @@ describe('dashboard refunds with an emailed verification code', () => {
       .where('email', '=', merchant.email)
       .executeTakeFirstOrThrow();
 
+  test('codes are rate limited per user: past the limit a 429 with Retry-After, no mail, the last code still works', async () => {
+    const limited = await startTestServer({
+      env: {
+        KASSA_RATE_LIMIT_VERIFICATION_CODES: '2',
+        KASSA_RATE_LIMIT_VERIFICATION_CODES_WINDOW_MS: '600000',
+      },
+    });
+    try {
+      const owner = await createTestMerchant(limited, 'Limited Shop');
+      const other = await createTestMerchant(limited, 'Other Shop');
+      const ask = (who: Merchant) =>
+        call(limited, 'POST', '/api/refunds/verification-code/', { token: who.token });
+      assert.equal((await ask(owner)).status, 202);
+      assert.equal((await ask(owner)).status, 202);
+      const mailbox = join(limited.env.KASSA_DATA_DIR, 'mail');
+      const mailed = readdirSync(mailbox).length;
+      const refused = await ask(owner);
+      assert.equal(refused.status, 429, refused.text);
+      assert.match(String(refused.body.detail), /^Too many verification codes requested/);
+      assert.ok(Number(refused.headers.get('retry-after')) > 0);
+      assert.equal(readdirSync(mailbox).length, mailed, 'a refused request mails nothing');
+      assert.equal((await ask(other)).status, 202, 'the limit is per user');
+      const payment = await createPaidPayment(limited.ctx, {
+        organizationId: owner.organizationId,
+        gross: 5000n,
+      });
+      const newest = readdirSync(mailbox)
+        .sort()
+        .map((file) => readFileSync(join(mailbox, file), 'utf8'))
+        .filter((eml) => eml.includes(`To: ${owner.email}`))
+        .pop();
+      const code = /verification code for .* is (\d{6})\./.exec(newest ?? '')?.[1];
+      const response = await call(limited, 'POST', '/api/refunds/', {
+        token: owner.token,
+        body: {
+          transaction_id: payment.public_id,
+          amount: '1.00',
+          reason: 'Goodwill',
+          verification_code: code,
+        },
+      });
+      assert.equal(response.status, 200, response.text);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('only a dashboard session may use it: an API key gets 405, no credentials 401', async () => {
     const key = await createTestKey(server, merchant);
     const withKey = await call(server, 'POST', '/api/refunds/', {

@@ -1,13 +1,18 @@
 // API key queries; every lookup but the authenticating one is scoped by organization.
 import type { Executor } from '../../db/database.ts';
+import { prepareQuery } from '../../db/prepared.ts';
 import type { Environment } from './table.ts';
 
-export function findByHash(db: Executor, keyHash: string) {
-  return db
+/** The authenticating lookup of every API-key request (prepared: it is the hottest query there is). */
+const byHash = prepareQuery(1, (db, keyHash: string) =>
+  db
     .selectFrom('api_keys')
     .select(['id', 'organization_id', 'environment', 'scopes', 'status', 'last_used_at'])
-    .where('key_hash', '=', keyHash)
-    .executeTakeFirst();
+    .where('key_hash', '=', keyHash),
+);
+
+export function findByHash(db: Executor, keyHash: string) {
+  return byHash.first(db, keyHash);
 }
 
 export function touchLastUsed(db: Executor, id: number, now: string) {

@@ -59,8 +59,9 @@ export async function createCheckoutSession(
   const token = newToken();
   const now = ctx.clock();
   const expiresAt = new Date(now.getTime() + ctx.config.checkoutTtlS * 1000);
-  const session = await store.insertSession(trx, {
-    public_id: newPublicId('checkout'),
+  const publicId = newPublicId('checkout');
+  await store.insertSession(trx, {
+    public_id: publicId,
     token_hash: sha256Hex(token),
     organization_id: input.organizationId,
     environment: input.environment,
@@ -96,8 +97,8 @@ export async function createCheckoutSession(
     updated_at: now.toISOString(),
   });
   return {
-    checkout_id: session.public_id,
-    order_id: session.public_id,
+    checkout_id: publicId,
+    order_id: publicId,
     checkout_url: `${ctx.config.publicUrl}/checkout/${token}`,
     token,
     expires_at: Math.floor(expiresAt.getTime() / 1000),

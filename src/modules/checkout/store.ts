@@ -2,6 +2,7 @@
 // public id within an organization and environment (API keys).
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
+import { prepareInsert, prepareQuery } from '../../db/prepared.ts';
 import { isPublicId, sha256Hex } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
 import type { CheckoutSessionRow, CheckoutSessionsTable } from './table.ts';
@@ -39,11 +40,43 @@ export function lockSession(trx: Executor, id: number): Promise<CheckoutSessionR
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
-export function insertSession(
+const SESSION_COLUMNS = [
+  'public_id',
+  'token_hash',
+  'organization_id',
+  'environment',
+  'payment_link_id',
+  'currency',
+  'price_mode',
+  'tax_rate_bp',
+  'items',
+  'subtotal_ht',
+  'tax_amount',
+  'gross',
+  'billing_country',
+  'billing_postal_code',
+  'billing_first_name',
+  'billing_last_name',
+  'billing_email',
+  'billing_phone',
+  'success_url',
+  'failed_url',
+  'cancel_url',
+  'simulate',
+  'canceled_at',
+  'attempt_locked_until',
+  'expires_at',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof Omit<CheckoutSessionsTable, 'id'>)[];
+const sessionInsert = prepareInsert('checkout_sessions', SESSION_COLUMNS, ['id']);
+
+/** Records a session (every column but the id); returns the new row's id. */
+export async function insertSession(
   db: Executor,
   values: Omit<CheckoutSessionsTable, 'id'>,
-): Promise<CheckoutSessionRow> {
-  return db.insertInto('checkout_sessions').values(values).returningAll().executeTakeFirstOrThrow();
+): Promise<number> {
+  return Number((await sessionInsert.insert(db, values)).id);
 }
 
 export async function updateSession(
@@ -54,8 +87,8 @@ export async function updateSession(
   await db.updateTable('checkout_sessions').set(changes).where('id', '=', id).execute();
 }
 
-export function organizationTerms(db: Executor, organizationId: number) {
-  return db
+const terms = prepareQuery(1, (db, organizationId: number) =>
+  db
     .selectFrom('organizations')
     .select([
       'name',
@@ -67,6 +100,12 @@ export function organizationTerms(db: Executor, organizationId: number) {
       'min_payment',
       'max_payment',
     ])
-    .where('id', '=', organizationId)
-    .executeTakeFirstOrThrow();
+    .where('id', '=', organizationId),
+);
+
+/** What a checkout charges by: the organization's pricing and limits (prepared: every checkout reads it). */
+export async function organizationTerms(db: Executor, organizationId: number) {
+  const row = await terms.first(db, organizationId);
+  if (!row) throw new Error(`Organization ${organizationId} does not exist.`);
+  return row;
 }

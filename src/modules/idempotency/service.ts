@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { ConflictError, UnprocessableError, ValidationError } from '../../http/errors.ts';
 import type { ApiKeyPrincipal } from '../api-keys/service.ts';
 
@@ -26,11 +27,6 @@ function requestHash(request: FastifyRequest): string {
   return createHash('sha256')
     .update(`${request.method} ${request.url.split('?')[0].replace(/\/+$/, '')}\n${request.rawBody ?? ''}`)
     .digest('hex');
-}
-
-function isUniqueViolation(error: unknown): boolean {
-  const message = error instanceof Error ? error.message : String(error);
-  return /unique|duplicate key/i.test(message);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

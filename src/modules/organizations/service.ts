@@ -2,6 +2,7 @@
 // and the creation of merchants by the operator.
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { hashPassword } from '../../lib/crypto.ts';
 import { randomBase62 } from '../../lib/ids.ts';
@@ -156,6 +157,22 @@ export async function createMerchant(ctx: AppContext, input: NewMerchant) {
   const orgName = text('org', input.organization, 200, false);
   const passwordHash = await hashPassword(input.password);
   const now = ctx.clock().toISOString();
+  // Two concurrent creations with one email (or one slug) both pass the checks below and one insert then
+  // hits a UNIQUE index: running the transaction again turns that into the email's 400, or a fresh slug.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await insertMerchant(ctx, { email, orgName, name: input.name ?? '', passwordHash, now });
+    } catch (error) {
+      if (attempt >= 3 || !isUniqueViolation(error)) throw error;
+    }
+  }
+}
+
+function insertMerchant(
+  ctx: AppContext,
+  input: { email: string; orgName: string; name: string; passwordHash: string; now: string },
+) {
+  const { email, orgName, passwordHash, now } = input;
   return ctx.db.transaction().execute(async (trx) => {
     const taken = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
     if (taken) throw new ValidationError('email: a user with this email already exists.');
@@ -173,7 +190,7 @@ export async function createMerchant(ctx: AppContext, input: NewMerchant) {
       .values({
         organization_id: organization.id,
         email,
-        name: input.name ?? '',
+        name: input.name,
         password_hash: passwordHash,
         created_at: now,
       })

@@ -2,6 +2,7 @@
 // the few unscoped ones serve the provider sync, which starts from the provider's ids.
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
+import { prepareQuery } from '../../db/prepared.ts';
 import { isPublicId, parseNumericId } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
 import type { DepositAttemptRow, PaymentRow } from './table.ts';
@@ -12,14 +13,41 @@ export interface PaymentScope {
   environment: Environment | null;
 }
 
+// The lookups behind GET /transactions/{id}/ and the dashboard's payment page, prepared (one per shape).
+const paymentsOf = (db: Executor, organizationId: number) =>
+  db.selectFrom('payments').selectAll().where('organization_id', '=', organizationId);
+const byPublicId = prepareQuery(2, (db, organizationId: number, publicId: string) =>
+  paymentsOf(db, organizationId).where('public_id', '=', publicId),
+);
+const byNumericId = prepareQuery(2, (db, organizationId: number, id: number) =>
+  paymentsOf(db, organizationId).where('id', '=', id),
+);
+const byPublicIdIn = prepareQuery(
+  3,
+  (db, organizationId: number, environment: Environment, publicId: string) =>
+    paymentsOf(db, organizationId).where('environment', '=', environment).where('public_id', '=', publicId),
+);
+const byNumericIdIn = prepareQuery(3, (db, organizationId: number, environment: Environment, id: number) =>
+  paymentsOf(db, organizationId).where('environment', '=', environment).where('id', '=', id),
+);
+
 /** A payment by public TX id or numeric id, within the scope; undefined for anything else. */
-export async function findPayment(db: Executor, scope: PaymentScope, reference: string) {
+export async function findPayment(
+  db: Executor,
+  scope: PaymentScope,
+  reference: string,
+): Promise<PaymentRow | undefined> {
   const numeric = parseNumericId(reference);
   if (numeric === null && !isPublicId('payment', reference)) return undefined;
-  let query = db.selectFrom('payments').selectAll().where('organization_id', '=', scope.organizationId);
-  if (scope.environment) query = query.where('environment', '=', scope.environment);
-  query = numeric === null ? query.where('public_id', '=', reference) : query.where('id', '=', numeric);
-  return query.executeTakeFirst();
+  const { organizationId, environment } = scope;
+  if (environment === null) {
+    return numeric === null
+      ? byPublicId.first(db, organizationId, reference)
+      : byNumericId.first(db, organizationId, numeric);
+  }
+  return numeric === null
+    ? byPublicIdIn.first(db, organizationId, environment, reference)
+    : byNumericIdIn.first(db, organizationId, environment, numeric);
 }
 
 /** The payment row, locked for the rest of the transaction on PostgreSQL (SQLite has one writer). */
@@ -36,15 +64,18 @@ export function paymentOfCheckout(db: Executor, checkoutSessionId: number) {
     .executeTakeFirst();
 }
 
-/** Card attempts, newest first. */
-export function attemptsOf(db: Executor, paymentId: number): Promise<DepositAttemptRow[]> {
-  return db
+const attemptsOfPayment = prepareQuery(1, (db, paymentId: number) =>
+  db
     .selectFrom('deposit_attempts')
     .selectAll()
     .where('payment_id', '=', paymentId)
     .orderBy('attempted_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+    .orderBy('id', 'desc'),
+);
+
+/** Card attempts, newest first. */
+export function attemptsOf(db: Executor, paymentId: number): Promise<DepositAttemptRow[]> {
+  return attemptsOfPayment.all(db, paymentId);
 }
 
 export async function attemptsByPayment(db: Executor, paymentIds: number[]) {

@@ -4,6 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { MethodNotAllowedError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
 import { listRefunds, presentRefund } from './list.ts';
@@ -118,10 +119,24 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     },
   );
 
+  // Each code is a mail to the user: a stolen or scripted session must not turn Kassa into a mail cannon.
+  const codeLimiter = new FixedWindowLimiter(
+    ctx.config.rateLimits.verificationCodes,
+    ctx.config.rateLimits.verificationCodeWindowMs,
+    ctx.clock,
+  );
   app.post(
     '/refunds/verification-code/',
     { preValidation: requireSession, schema: { response: { 202: VerificationCodeSent } } },
-    async (request, reply) => reply.code(202).send(await issueVerificationCode(ctx, sessionOf(request))),
+    async (request, reply) => {
+      const principal = sessionOf(request);
+      applyRateLimit(
+        reply,
+        codeLimiter.hit(String(principal.userId)),
+        'Too many verification codes requested. Use the last one sent, or wait before asking again.',
+      );
+      return reply.code(202).send(await issueVerificationCode(ctx, principal));
+    },
   );
 
   app.post(

@@ -1,0 +1,9 @@
+// Telling database errors apart, the same way on both databases.
+
+/** A UNIQUE constraint refused the write (PostgreSQL SQLSTATE 23505, SQLite's "UNIQUE constraint failed"). */
+export function isUniqueViolation(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  if ((error as { code?: unknown }).code === '23505') return true;
+  const message = error instanceof Error ? error.message : '';
+  return /UNIQUE constraint failed|duplicate key value violates unique constraint/.test(message);
+}
