@@ -41,6 +41,8 @@ export interface Config {
   webhookTimeoutMs: number;
   /** How long a claimed Idempotency-Key stays locked before a retry may take it over (a dead process). */
   idempotencyLockMs: number;
+  /** Days finished webhook deliveries (with their attempts) and dispatched events are kept; 0 keeps them forever. */
+  retentionDays: number;
   smtpUrl: string | null;
   mailFrom: string;
   logLevel: string;
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetryScheduleMs: schedule(env, 'KASSA_WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_RETRY_SCHEDULE_MS),
     webhookTimeoutMs: int(env, 'KASSA_WEBHOOK_TIMEOUT_MS', 10000, 1),
     idempotencyLockMs: int(env, 'KASSA_IDEMPOTENCY_LOCK_MS', 60000, 1),
+    retentionDays: int(env, 'KASSA_RETENTION_DAYS', 30, 0, 36500),
     smtpUrl: env.KASSA_SMTP_URL || null,
     mailFrom: env.KASSA_MAIL_FROM || 'Kassa <no-reply@kassa.local>',
     logLevel: oneOf(

@@ -2,12 +2,14 @@
 import { pruneIdempotencyKeys } from '../modules/idempotency/service.ts';
 import { expireCheckouts, syncDuePayments } from '../modules/payments/sync.ts';
 import { syncRefunds } from '../modules/refunds/sync.ts';
+import { pruneExpiredRecords } from '../modules/retention/prune.ts';
 import { releaseDueReserves } from '../modules/wallet/reserve.ts';
 import { webhookLoops } from '../modules/webhooks/loops.ts';
 import type { WorkerLoop } from './runner.ts';
 
 export const workerLoops: WorkerLoop[] = [
   { name: 'idempotency-prune', intervalMs: () => 60_000, run: pruneIdempotencyKeys },
+  { name: 'retention', intervalMs: () => 60_000, run: pruneExpiredRecords },
   { name: 'provider-sync', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: syncDuePayments },
   { name: 'checkout-expiry', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: expireCheckouts },
   { name: 'refund-sync', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: syncRefunds },

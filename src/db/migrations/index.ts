@@ -7,6 +7,7 @@ import { walletRefundsPayouts } from './003-wallet-refunds-payouts.ts';
 import { webhooks } from './004-webhooks.ts';
 import { paymentLinks } from './005-payment-links.ts';
 import { developer } from './006-developer.ts';
+import { retention } from './007-retention.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -16,5 +17,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '004_webhooks': webhooks(kind),
     '005_payment_links': paymentLinks(kind),
     '006_developer': developer(kind),
+    '007_retention': retention(),
   };
 }
