@@ -123,7 +123,10 @@ describe('the webhook delivery log, redelivery and resend', () => {
     assert.equal(page.body.previous, null);
     const second = await list('?page_size=3&page=2');
     assert.equal(second.body.results.length, 1);
-    assert.ok(second.body.previous?.includes('page=1'));
+    assert.ok(second.body.previous);
+    // The first page's link has no page parameter (DRF), the rest of the query is kept.
+    assert.equal(new URL(second.body.previous).searchParams.get('page'), null);
+    assert.equal(new URL(second.body.previous).searchParams.get('page_size'), '3');
     const refunds = await list('?event=refund.status_changed');
     assert.equal(refunds.body.count, 1);
     assert.equal(refunds.body.results[0].event, 'refund.status_changed');

@@ -4,7 +4,7 @@
 import { Type } from 'typebox';
 import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
-import { type ListQuery, listPayments } from './list.ts';
+import { listPayments } from './list.ts';
 import {
   DashboardPayment,
   Payment,
@@ -35,7 +35,7 @@ export async function paymentSessionRoutes(app: App, { ctx }: RouteOptions) {
   app.get(
     '/payments/',
     { schema: { querystring: PaymentListQuery, response: { 200: PaymentPage } } },
-    async (request) => listPayments(ctx, sessionOf(request).organizationId, request.query as ListQuery),
+    async (request) => listPayments(ctx, sessionOf(request).organizationId, request),
   );
 
   app.get(

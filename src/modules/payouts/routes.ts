@@ -1,20 +1,18 @@
 // Session endpoints GET/POST /api/payouts/ (?environment=sandbox for the sandbox wallet).
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
-import { ValidationError } from '../../http/errors.ts';
+import { choiceParam, type Query } from '../../http/pagination.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
-import { param } from '../refunds/pagination.ts';
 import { parsePositiveAmount } from '../refunds/schemas.ts';
 import { Payout, PayoutListQuery, PayoutPage } from './schemas.ts';
 import { createPayout, listPayouts } from './service.ts';
 
 const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
 
+const ENVIRONMENTS = ['production', 'sandbox'] as const;
+
 function environmentOf(query: unknown) {
-  const value = param((query ?? {}) as Record<string, unknown>, 'environment');
-  if (value === undefined || value === '' || value === 'production') return 'production';
-  if (value === 'sandbox') return 'sandbox';
-  throw new ValidationError('environment: must be one of production, sandbox.');
+  return choiceParam((query ?? {}) as Query, 'environment', ENVIRONMENTS) ?? 'production';
 }
 
 export async function payoutRoutes(app: App, { ctx }: RouteOptions) {

@@ -4,11 +4,11 @@ import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { pageRequest, paginated, queryOf } from '../../http/pagination.ts';
 import { isPublicId, newPublicId, parseNumericId } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { emitEvent } from '../events/emit.ts';
-import { pageRequest, paginated, type Query } from '../refunds/pagination.ts';
 import { debitHold, type HoldSubject, placeHold, releaseHold } from '../wallet/holds.ts';
 import { lockWallet } from '../wallet/ledger.ts';
 import type { PayoutRow } from './table.ts';
@@ -72,7 +72,7 @@ export async function listPayouts(
   environment: Environment,
   request: FastifyRequest,
 ) {
-  const page = pageRequest((request.query ?? {}) as Query);
+  const page = pageRequest(queryOf(request));
   const scoped = db
     .selectFrom('payouts')
     .where('organization_id', '=', organizationId)
@@ -85,7 +85,7 @@ export async function listPayouts(
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(page.pageSize)
-    .offset((page.page - 1) * page.pageSize)
+    .offset(page.offset)
     .execute();
   return paginated(request, page, Number(counted.count), rows.map(presentPayout));
 }

@@ -2,17 +2,17 @@
 import type { FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
-import { ValidationError } from '../../http/errors.ts';
-import { formatAmount, toBigInt } from '../../lib/money.ts';
 import {
+  choiceParam,
   containsPattern,
   isoParam,
   orderingParam,
   pageRequest,
   paginated,
-  param,
-  type Query,
-} from './pagination.ts';
+  queryOf,
+  searchParam,
+} from '../../http/pagination.ts';
+import { formatAmount, toBigInt } from '../../lib/money.ts';
 import * as store from './store.ts';
 import type { RefundStatus } from './table.ts';
 
@@ -36,22 +36,17 @@ export function presentRefund(refund: store.RefundWithPayment) {
 }
 
 export async function listRefunds(db: Executor, scope: store.Scope, request: FastifyRequest) {
-  const query = (request.query ?? {}) as Query;
-  const status = param(query, 'status');
-  if (status !== undefined && status !== '' && !(STATUSES as readonly string[]).includes(status)) {
-    throw new ValidationError(`status: must be one of ${STATUSES.join(', ')}.`);
-  }
+  const query = queryOf(request);
+  const status = choiceParam(query, 'status', STATUSES);
   const createdFrom = isoParam(query, 'created_at__gte');
   const createdTo = isoParam(query, 'created_at__lte');
-  const search = param(query, 'search')?.trim();
-  if (search !== undefined && search.length > 200)
-    throw new ValidationError('search: must be at most 200 characters.');
+  const search = searchParam(query);
   const ordering = orderingParam(query, ORDERING, '-created_at');
   const page = pageRequest(query);
 
   let filtered = store.selectRefunds(db).where('refunds.organization_id', '=', scope.organizationId);
   if (scope.environment) filtered = filtered.where('refunds.environment', '=', scope.environment);
-  if (status) filtered = filtered.where('refunds.status', '=', status as RefundStatus);
+  if (status) filtered = filtered.where('refunds.status', '=', status);
   if (createdFrom) filtered = filtered.where('refunds.created_at', '>=', createdFrom);
   if (createdTo) filtered = filtered.where('refunds.created_at', '<=', createdTo);
   if (search) {
@@ -71,7 +66,7 @@ export async function listRefunds(db: Executor, scope: store.Scope, request: Fas
     .orderBy(`refunds.${ordering.field}`, ordering.direction)
     .orderBy('refunds.id', ordering.direction)
     .limit(page.pageSize)
-    .offset((page.page - 1) * page.pageSize)
+    .offset(page.offset)
     .execute();
   return paginated(request, page, Number(counted.count), rows.map(presentRefund));
 }

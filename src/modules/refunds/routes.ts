@@ -3,7 +3,8 @@
 // POST /api/refunds/ (which answers 405 to an API key, as GET /refunds/ on that path is theirs).
 import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
-import { MethodNotAllowedError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { MethodNotAllowedError, NotFoundError } from '../../http/errors.ts';
+import { choiceParam, queryOf } from '../../http/pagination.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
@@ -111,10 +112,7 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     },
     async (request) => {
       const environment =
-        (request.query as { environment?: string } | undefined)?.environment ?? 'production';
-      if (environment !== 'production' && environment !== 'sandbox') {
-        throw new ValidationError('environment: must be one of production, sandbox.');
-      }
+        choiceParam(queryOf(request), 'environment', ['production', 'sandbox'] as const) ?? 'production';
       return listRefunds(ctx.db, { organizationId: sessionOf(request).organizationId, environment }, request);
     },
   );

@@ -1,10 +1,11 @@
 // The delivery log: what was sent to the merchant's endpoint, each attempt's outcome, and manual
 // redelivery (a new delivery with a new delivery id, for the same event and payload).
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { choiceParam, pageRequest, paginated, param, queryOf } from '../../http/pagination.ts';
 import { isUuid, newUuid } from '../../lib/ids.ts';
 import type { EventType } from '../events/emit.ts';
-import { type PageRequest, pageBody } from './pagination.ts';
 import * as store from './store.ts';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow } from './table.ts';
 
@@ -53,41 +54,24 @@ async function redeliveryIds(ctx: AppContext, rows: WebhookDeliveryRow[]) {
   return new Map(found.map((row) => [row.id, row.delivery_id]));
 }
 
-export interface DeliveryQuery {
-  status?: string;
-  event?: string;
-  subject?: string;
-}
-
-export async function listDeliveries(
-  ctx: AppContext,
-  organizationId: number,
-  query: DeliveryQuery,
-  page: PageRequest,
-  base: string,
-) {
-  const status = query.status || undefined;
-  const event = query.event || undefined;
-  if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryStatus)) {
-    throw new ValidationError(`status: must be one of ${DELIVERY_STATUSES.join(', ')}.`);
-  }
-  if (event !== undefined && !EVENT_TYPES.includes(event as EventType)) {
-    throw new ValidationError(`event: must be one of ${EVENT_TYPES.join(', ')}.`);
-  }
-  const subject = query.subject || undefined;
-  const filter = { status: status as DeliveryStatus | undefined, event, subject };
+/** GET …/deliveries/?status=&event=&subject=, newest first. */
+export async function listDeliveries(ctx: AppContext, organizationId: number, request: FastifyRequest) {
+  const query = queryOf(request);
+  const filter = {
+    status: choiceParam(query, 'status', DELIVERY_STATUSES),
+    event: choiceParam(query, 'event', EVENT_TYPES),
+    subject: param(query, 'subject') || undefined,
+  };
+  const page = pageRequest(query);
   const [count, rows] = await Promise.all([
     store.countDeliveries(ctx.db, organizationId, filter),
-    store.listDeliveries(ctx.db, organizationId, filter, page),
+    store.listDeliveries(ctx.db, organizationId, filter, { limit: page.pageSize, offset: page.offset }),
   ]);
   const originals = await redeliveryIds(ctx, rows);
   const results = rows.map((row) =>
     presentDelivery(row, row.redelivery_of === null ? null : (originals.get(row.redelivery_of) ?? null)),
   );
-  return pageBody(page, count, results, {
-    base,
-    query: { status, event, subject, page_size: String(page.pageSize) },
-  });
+  return paginated(request, page, count, results);
 }
 
 async function findOwned(ctx: AppContext, organizationId: number, id: string) {

@@ -1,9 +1,10 @@
 // The public test receiver: accepts any POST for an organization's slug, keeps its last 100 requests
 // (headers, raw body, whether the signature verifies with the current secret) for the dashboard.
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { type PageRequest, pageBody } from './pagination.ts';
+import { pageRequest, paginated, queryOf } from '../../http/pagination.ts';
 import { openSecret, verifySignature } from './secret.ts';
 import * as store from './store.ts';
 import type { WebhookReceivedRow } from './table.ts';
@@ -96,14 +97,12 @@ function presentReceived(row: WebhookReceivedRow) {
   };
 }
 
-export async function listReceived(ctx: AppContext, organizationId: number, page: PageRequest, base: string) {
+export async function listReceived(ctx: AppContext, organizationId: number, request: FastifyRequest) {
+  const page = pageRequest(queryOf(request));
   const scoped = ctx.db.selectFrom('webhook_received').where('organization_id', '=', organizationId);
   const [counted, rows] = await Promise.all([
     scoped.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow(),
-    scoped.selectAll().orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    scoped.selectAll().orderBy('id', 'desc').limit(page.pageSize).offset(page.offset).execute(),
   ]);
-  return pageBody(page, Number(counted.count), rows.map(presentReceived), {
-    base,
-    query: { page_size: String(page.pageSize) },
-  });
+  return paginated(request, page, Number(counted.count), rows.map(presentReceived));
 }

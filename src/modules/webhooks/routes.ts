@@ -5,7 +5,6 @@ import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { getDelivery, listDeliveries, redeliver } from './deliveries.ts';
-import { parsePage } from './pagination.ts';
 import { listReceived, RECEIVER_BODY_LIMIT, receive } from './receiver.ts';
 import {
   DeliveryParamsSchema,
@@ -27,7 +26,6 @@ const BASE = '/organization/webhook';
 async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
   const org = (request: FastifyRequest) => sessionOf(request).organizationId;
-  const link = (path: string) => `${ctx.config.publicUrl}/api${BASE}${path}`;
 
   app.get(
     `${BASE}/`,
@@ -79,7 +77,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   );
 
   app.get(`${BASE}/deliveries/`, { schema: ListDeliveriesSchema }, async (request) =>
-    listDeliveries(ctx, org(request), request.query, parsePage(request.query), link('/deliveries/')),
+    listDeliveries(ctx, org(request), request),
   );
   app.get(`${BASE}/deliveries/:id/`, { schema: DeliveryParamsSchema }, async (request) =>
     getDelivery(ctx, org(request), request.params.id),
@@ -88,7 +86,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
     reply.code(201).send(await redeliver(ctx, org(request), request.params.id)),
   );
   app.get(`${BASE}/received/`, { schema: ListReceivedSchema }, async (request) =>
-    listReceived(ctx, org(request), parsePage(request.query), link('/received/')),
+    listReceived(ctx, org(request), request),
   );
 }
 

@@ -1,12 +1,19 @@
 // Django REST Framework style pages: {count, next, previous, results}, page from 1, page_size
-// default 20 and at most 100. Query parameters are checked by hand so a bad one is a 400 naming it.
+// default 20 and at most 100, next/previous absolute URLs of the request with `page` replaced.
+// Query parameters are checked by hand so a bad one is a 400 naming it; every list uses these.
 import type { FastifyRequest } from 'fastify';
-import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { NotFoundError, ValidationError } from './errors.ts';
 
 export type Query = Record<string, unknown>;
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+export const MAX_SEARCH_LENGTH = 200;
+
+/** The request's query string as parsed by Fastify (a repeated parameter is an array). */
+export function queryOf(request: FastifyRequest): Query {
+  return (request.query ?? {}) as Query;
+}
 
 /** A single string parameter, or undefined. Repeating a parameter is a 400. */
 export function param(query: Query, name: string): string | undefined {
@@ -14,6 +21,20 @@ export function param(query: Query, name: string): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw new ValidationError(`${name}: must be given once.`);
   return value;
+}
+
+/** One of `allowed`, or undefined when absent or empty. */
+export function choiceParam<T extends string>(
+  query: Query,
+  name: string,
+  allowed: readonly T[],
+): T | undefined {
+  const value = param(query, name);
+  if (value === undefined || value === '') return undefined;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ValidationError(`${name}: must be one of ${allowed.join(', ')}.`);
+  }
+  return value as T;
 }
 
 function positiveInt(query: Query, name: string, fallback: number, max?: number): number {
@@ -29,13 +50,14 @@ function positiveInt(query: Query, name: string, fallback: number, max?: number)
 export interface PageRequest {
   page: number;
   pageSize: number;
+  /** Rows before this page: (page - 1) × pageSize. */
+  offset: number;
 }
 
 export function pageRequest(query: Query): PageRequest {
-  return {
-    page: positiveInt(query, 'page', 1),
-    pageSize: positiveInt(query, 'page_size', DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE),
-  };
+  const page = positiveInt(query, 'page', 1);
+  const pageSize = positiveInt(query, 'page_size', DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
+  return { page, pageSize, offset: (page - 1) * pageSize };
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
@@ -47,6 +69,14 @@ export function isoParam(query: Query, name: string): string | undefined {
   const time = ISO.test(raw) ? Date.parse(raw.replace(' ', 'T')) : Number.NaN;
   if (Number.isNaN(time)) throw new ValidationError(`${name}: must be a valid ISO 8601 date-time.`);
   return new Date(time).toISOString();
+}
+
+/** `search`, trimmed; undefined when absent or blank. */
+export function searchParam(query: Query): string | undefined {
+  const search = param(query, 'search')?.trim();
+  if (search !== undefined && search.length > MAX_SEARCH_LENGTH)
+    throw new ValidationError(`search: must be at most ${MAX_SEARCH_LENGTH} characters.`);
+  return search || undefined;
 }
 
 /** `ordering`: one of the fields, optionally prefixed with '-'. */
