@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { buildHostedPage, minifyCss, minifyJs, pickEncoding } from './build.ts';
+import { buildHostedPage, expandIncludes, minifyCss, minifyJs, pickEncoding } from './build.ts';
 
 function inlineBlock(html: string, tag: 'script' | 'style'): string {
   const match = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(html);
@@ -28,6 +32,46 @@ describe('hosted page build', () => {
       assert.deepEqual(brotliDecompressSync(page.bodies.br), page.bodies.identity);
     });
   }
+
+  test('the pages take their shared parts from shared.html, placeholders filled', () => {
+    for (const [file, title] of [
+      ['checkout.html', 'Checkout'],
+      ['pay.html', 'Payment'],
+    ]) {
+      const html = buildHostedPage(file).bodies.identity.toString('utf8');
+      assert.ok(html.startsWith('<!doctype html>\n<html lang="en">\n<head>\n'), file);
+      assert.ok(html.includes(`<title>${title}</title>`), file);
+      assert.ok(html.includes('id="summary-title"') && html.includes('data-screen="result"'), file);
+      assert.ok(html.endsWith('</body>\n</html>\n'), file);
+      assert.doesNotMatch(html, /<!--|\{\{/, file);
+    }
+  });
+
+  test('an include names an existing part and fills exactly its placeholders', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kassa-hosted-'));
+    try {
+      writeFileSync(
+        join(dir, 'parts.html'),
+        '<!-- notes -->\n<!-- part hello -->\n<p>{{greeting}}, {{name}}</p>\n\n<!-- part bye -->\n<p>Bye</p>\n',
+      );
+      const url = pathToFileURL(`${dir}/`);
+      const include = (line: string) => expandIncludes(`<main>\n  ${line}\n</main>`, url);
+      assert.equal(
+        include('<!-- include parts.html#hello greeting="Hi" name="Ada" -->'),
+        '<main>\n  <p>Hi, Ada</p>\n</main>',
+      );
+      assert.equal(include('<!-- include parts.html#bye -->'), '<main>\n  <p>Bye</p>\n</main>');
+      assert.throws(() => include('<!-- include parts.html#nope -->'), /has no part "nope"/);
+      assert.throws(
+        () => include('<!-- include parts.html#hello greeting="Hi" -->'),
+        /no value for \{\{name\}\}/,
+      );
+      assert.throws(() => include('<!-- include parts.html#bye extra="x" -->'), /has no \{\{extra\}\}/);
+      assert.throws(() => include("<!-- include parts.html#hello greeting='Hi' -->"), /not an include line/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   test('the inlined script keeps its own replacement patterns intact', () => {
     const html = buildHostedPage('checkout.html').bodies.identity.toString('utf8');

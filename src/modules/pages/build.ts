@@ -3,6 +3,10 @@
 // before it can draw), the Content-Security-Policy allows exactly those inline blocks by their SHA-256,
 // and the result is compressed once with brotli and gzip.
 //
+// What the pages share (head, order summary, result screen) is written once, in parts of shared.html:
+// a page's line `<!-- include shared.html#NAME key="value" -->` stands for that part, with each
+// {{key}} in it filled in.
+//
 // The light minifier is line-based, so the sources keep to two conventions: comments sit on their own
 // lines, and no multi-line template literal has a line that starts with a comment marker.
 import { createHash } from 'node:crypto';
@@ -18,6 +22,9 @@ export interface HostedPage {
   bodies: Record<Encoding, Buffer>;
 }
 
+const INCLUDE = /<!-- include ([\w.-]+\.html)#([\w-]+)((?: [\w-]+="[^"]*")*) -->/g;
+const PART = /^<!-- part ([\w-]+) -->\n/gm;
+const PLACEHOLDER = /\{\{([\w-]+)\}\}/g;
 const STYLESHEET = /<link rel="stylesheet" href="([\w.-]+\.css)">\n?/g;
 const SCRIPT = /<script src="([\w.-]+\.js)"><\/script>\n?/g;
 
@@ -58,9 +65,40 @@ function read(dir: URL, name: string): string {
   return readFileSync(new URL(name, dir), 'utf8');
 }
 
+/** The named parts of a file of shared parts: each runs from its `<!-- part NAME -->` line to the next. */
+function readParts(dir: URL, file: string): Map<string, string> {
+  const pieces = read(dir, file).split(PART);
+  const parts = new Map<string, string>();
+  for (let i = 1; i < pieces.length; i += 2) parts.set(pieces[i], pieces[i + 1].trimEnd());
+  return parts;
+}
+
+/** The page's source with each include line replaced by the part it names, its placeholders filled. */
+export function expandIncludes(html: string, dir: URL = HOSTED_DIR): string {
+  const expanded = html.replace(INCLUDE, (line, file: string, name: string, attributes: string) => {
+    const part = readParts(dir, file).get(name);
+    if (part === undefined) throw new Error(`${line}: ${file} has no part "${name}".`);
+    const values = new Map(
+      [...attributes.matchAll(/([\w-]+)="([^"]*)"/g)].map(([, key, value]) => [key, value]),
+    );
+    const unused = new Set(values.keys());
+    const filled = part.replace(PLACEHOLDER, (_placeholder, key: string) => {
+      const value = values.get(key);
+      if (value === undefined) throw new Error(`${line}: no value for {{${key}}}.`);
+      unused.delete(key);
+      return value;
+    });
+    if (unused.size > 0) throw new Error(`${line}: part "${name}" has no {{${[...unused].join('}}, {{')}}}.`);
+    return filled;
+  });
+  const leftover = /<!-- include[^\n]*/.exec(expanded);
+  if (leftover) throw new Error(`${leftover[0]}: not an include line this build understands.`);
+  return expanded;
+}
+
 /** One page: its HTML with the stylesheet and scripts inlined, its CSP, and its compressed bodies. */
 export function buildHostedPage(htmlFile: string, dir: URL = HOSTED_DIR): HostedPage {
-  let html = read(dir, htmlFile);
+  let html = expandIncludes(read(dir, htmlFile), dir);
   const styles: string[] = [];
   const scripts: string[] = [];
   html = html.replace(STYLESHEET, (_tag, name: string) => {

@@ -1,7 +1,10 @@
-// Small shared pieces: page heading, loading/empty/error states, badges, copy, dialogs, pagination.
+// Small shared pieces: page heading, loading/empty/error states, badges, copy, dialogs, pagination,
+// tables, form fields and form footers.
 import { type ReactNode, useEffect, useId, useRef, useState } from 'react';
 import { ApiError, errorText } from './api.ts';
 import { titleCase } from './format.ts';
+import type { Action, Resource } from './hooks.ts';
+import type { Currency } from './types.ts';
 
 export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
   return (
@@ -51,12 +54,72 @@ export function ErrorNotice({
   );
 }
 
-export function FormError({ message }: { message: string | null }) {
-  return message ? (
+/**
+ * A resource's state before its data: its error (with Retry) and, until the first answer, a loading
+ * line ("Loading {what}…" unless `loading` says otherwise).
+ */
+export function ResourceState({
+  resource,
+  what,
+  loading = `Loading ${what}…`,
+}: {
+  resource: Resource<unknown>;
+  what: string;
+  loading?: string;
+}) {
+  return (
+    <>
+      {resource.error ? <ErrorNotice error={resource.error} what={what} onRetry={resource.reload} /> : null}
+      {!resource.data && resource.loading ? <Loading label={loading} /> : null}
+    </>
+  );
+}
+
+/** A failed action's message: a notice (under a form), or `inline` in a row of actions. */
+export function FormError({ message, inline = false }: { message: string | null; inline?: boolean }) {
+  if (!message) return null;
+  if (inline) {
+    return (
+      <span className="field-error" role="alert">
+        {message}
+      </span>
+    );
+  }
+  return (
     <p className="notice notice-error form-error" role="alert">
       {message}
     </p>
-  ) : null;
+  );
+}
+
+/**
+ * Activate or Deactivate (a product, a link): runs `toggle`, then `onChanged`. `name` completes the
+ * label for screen readers.
+ */
+export function ActiveToggle({
+  active,
+  toggle,
+  onChanged,
+  name,
+}: {
+  active: boolean;
+  toggle: Action<[], unknown>;
+  onChanged: () => void;
+  name?: string;
+}) {
+  return (
+    <button
+      type="button"
+      className="button secondary small"
+      disabled={toggle.pending}
+      onClick={async () => {
+        if (await toggle.run()) onChanged();
+      }}
+    >
+      {active ? 'Deactivate' : 'Activate'}
+      {name ? <span className="visually-hidden"> {name}</span> : null}
+    </button>
+  );
 }
 
 export function Success({ children }: { children: ReactNode }) {
@@ -64,6 +127,17 @@ export function Success({ children }: { children: ReactNode }) {
     <div className="notice notice-success" role="status">
       {children}
     </div>
+  );
+}
+
+/** One figure in a row of cards (`<ul className="cards">`), with an optional note under it. */
+export function Stat({ label, value, note }: { label: string; value: ReactNode; note?: string }) {
+  return (
+    <li className="card stat">
+      <span className="stat-label">{label}</span>
+      <span className="stat-value">{value}</span>
+      {note ? <span className="muted small">{note}</span> : null}
+    </li>
   );
 }
 
@@ -166,6 +240,157 @@ export function TableScroll({ label, children }: { label: string; children: Reac
     <section className="table-scroll" aria-label={label} tabIndex={0}>
       {children}
     </section>
+  );
+}
+
+/** A scrollable table with a hidden caption (the label unless `caption` is given) and its header row. */
+export function DataTable({
+  label,
+  caption = label,
+  columns,
+  numeric = [],
+  children,
+}: {
+  label: string;
+  caption?: string;
+  /** Column headings; `false` leaves a column out. */
+  columns: (string | false)[];
+  /** The headings of the right-aligned (number) columns. */
+  numeric?: string[];
+  children: ReactNode;
+}) {
+  return (
+    <TableScroll label={label}>
+      <table>
+        <caption className="visually-hidden">{caption}</caption>
+        <thead>
+          <tr>
+            {columns.map((column) =>
+              column === false ? null : (
+                <th key={column} scope="col" className={numeric.includes(column) ? 'num' : undefined}>
+                  {column}
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </TableScroll>
+  );
+}
+
+/** An option of a select or a radio group: its value and label, or one string for both. */
+export type Choice = string | readonly [value: string, label: string];
+
+function choiceOf(choice: Choice): readonly [string, string] {
+  return typeof choice === 'string' ? [choice, choice] : choice;
+}
+
+/** A labelled select (uncontrolled); `any` puts an "Any" option with the empty value first. */
+export function SelectField({
+  label,
+  name,
+  value,
+  choices,
+  any = false,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  choices: readonly Choice[];
+  any?: boolean;
+}) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <select name={name} defaultValue={value}>
+        {any ? <option value="">Any</option> : null}
+        {choices.map((choice) => {
+          const [optionValue, optionLabel] = choiceOf(choice);
+          return (
+            <option key={optionValue} value={optionValue}>
+              {optionLabel}
+            </option>
+          );
+        })}
+      </select>
+    </label>
+  );
+}
+
+export const CURRENCIES: readonly Currency[] = ['USD', 'EUR'];
+
+export function CurrencyField({ value, any = false }: { value: string; any?: boolean }) {
+  return <SelectField label="Currency" name="currency" value={value} choices={CURRENCIES} any={any} />;
+}
+
+/** Segmented radio buttons (uncontrolled), `value` checked at first. */
+export function RadioGroup({
+  legend,
+  name,
+  value,
+  choices,
+}: {
+  legend: string;
+  name: string;
+  value: string;
+  choices: readonly Choice[];
+}) {
+  return (
+    <fieldset className="segmented">
+      <legend>{legend}</legend>
+      {choices.map((choice) => {
+        const [optionValue, optionLabel] = choiceOf(choice);
+        return (
+          <label key={optionValue}>
+            <input type="radio" name={name} value={optionValue} defaultChecked={optionValue === value} />
+            <span>{optionLabel}</span>
+          </label>
+        );
+      })}
+    </fieldset>
+  );
+}
+
+/**
+ * The end of a form: the last failure, then the action button (showing `pendingLabel` while it runs;
+ * a submit button unless `onClick` is given) and Cancel when `onCancel` is given.
+ */
+export function FormFooter({
+  state,
+  label,
+  pendingLabel,
+  danger = false,
+  onClick,
+  onCancel,
+}: {
+  state: { pending: boolean; error: string | null };
+  label: string;
+  pendingLabel: string;
+  danger?: boolean;
+  onClick?: () => void;
+  onCancel?: () => void;
+}) {
+  return (
+    <>
+      <FormError message={state.error} />
+      <div className="form-actions">
+        <button
+          type={onClick ? 'button' : 'submit'}
+          className={danger ? 'button danger' : 'button'}
+          disabled={state.pending}
+          onClick={onClick}
+        >
+          {state.pending ? pendingLabel : label}
+        </button>
+        {onCancel ? (
+          <button type="button" className="button secondary" onClick={onCancel}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+    </>
   );
 }
 
@@ -272,31 +497,25 @@ export function ConfirmButton({
       </button>
       <Dialog open={open} title={title} onClose={() => setOpen(false)}>
         <div className="dialog-body">{message}</div>
-        <FormError message={error} />
-        <div className="form-actions">
-          <button
-            type="button"
-            className="button danger"
-            disabled={pending}
-            onClick={async () => {
-              setPending(true);
-              setError(null);
-              try {
-                await onConfirm();
-                setOpen(false);
-              } catch (caught) {
-                setError(errorText(caught));
-              } finally {
-                setPending(false);
-              }
-            }}
-          >
-            {pending ? 'Working…' : confirmLabel}
-          </button>
-          <button type="button" className="button secondary" onClick={() => setOpen(false)}>
-            Cancel
-          </button>
-        </div>
+        <FormFooter
+          state={{ pending, error }}
+          label={confirmLabel}
+          pendingLabel="Working…"
+          danger
+          onClick={async () => {
+            setPending(true);
+            setError(null);
+            try {
+              await onConfirm();
+              setOpen(false);
+            } catch (caught) {
+              setError(errorText(caught));
+            } finally {
+              setPending(false);
+            }
+          }}
+          onCancel={() => setOpen(false)}
+        />
       </Dialog>
     </>
   );

@@ -7,15 +7,16 @@ import { Link } from '../router.tsx';
 import type { ApiKey, Session, WebhookConfig } from '../types.ts';
 import {
   ConfirmButton,
+  DataTable,
   Empty,
-  ErrorNotice,
   FormError,
-  Loading,
+  FormFooter,
   OneTimeSecret,
   PageHeader,
+  RadioGroup,
+  ResourceState,
   StatusBadge,
   Success,
-  TableScroll,
 } from '../ui.tsx';
 import { DeliveriesTab, ReceiverTab } from './webhook-logs.tsx';
 
@@ -25,6 +26,11 @@ const SCOPES: [string, string][] = [
   ['payments:write', 'Create refunds (alias)'],
   ['refunds:read', 'Read refunds'],
   ['refunds:write', 'Create refunds'],
+];
+
+const ENVIRONMENTS: [string, string][] = [
+  ['production', 'Production'],
+  ['sandbox', 'Sandbox'],
 ];
 
 const TABS: [string, string][] = [
@@ -139,37 +145,22 @@ function KeysTab() {
           Server integrations send <code>Authorization: Api-Key &lt;key&gt;</code>. Sandbox keys work on{' '}
           <code>/sandbox/api/</code>. Each environment has one active key; rotate it to replace it.
         </p>
-        {keys.error ? <ErrorNotice error={keys.error} what="API keys" onRetry={keys.reload} /> : null}
-        {!list && keys.loading ? <Loading label="Loading API keys…" /> : null}
+        <ResourceState resource={keys} what="API keys" />
         {list && list.length === 0 ? <Empty>No API keys yet. Create one below.</Empty> : null}
         {list && list.length > 0 ? (
-          <TableScroll label="API keys">
-            <table>
-              <caption className="visually-hidden">API keys</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Environment</th>
-                  <th scope="col">Prefix</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((key) => (
-                  <KeyRow
-                    key={key.id}
-                    apiKey={key}
-                    onChanged={keys.reload}
-                    onRotated={(rotated) => showKey(rotated, 'Rotated the')}
-                  />
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <DataTable
+            label="API keys"
+            columns={['Name', 'Environment', 'Prefix', 'Scopes', 'Status', 'Created', 'Last used', 'Actions']}
+          >
+            {list.map((key) => (
+              <KeyRow
+                key={key.id}
+                apiKey={key}
+                onChanged={keys.reload}
+                onRotated={(rotated) => showKey(rotated, 'Rotated the')}
+              />
+            ))}
+          </DataTable>
         ) : null}
       </section>
       <section className="card" aria-labelledby="new-key-heading">
@@ -179,17 +170,7 @@ function KeysTab() {
             <span>Name</span>
             <input name="name" required maxLength={100} placeholder="Shop backend" />
           </label>
-          <fieldset className="segmented">
-            <legend>Environment</legend>
-            <label>
-              <input type="radio" name="environment" value="production" defaultChecked />
-              <span>Production</span>
-            </label>
-            <label>
-              <input type="radio" name="environment" value="sandbox" />
-              <span>Sandbox</span>
-            </label>
-          </fieldset>
+          <RadioGroup legend="Environment" name="environment" value="production" choices={ENVIRONMENTS} />
           <fieldset className="checks">
             <legend>Scopes (none selected: all scopes)</legend>
             {SCOPES.map(([scope, label]) => (
@@ -201,12 +182,7 @@ function KeysTab() {
               </label>
             ))}
           </fieldset>
-          <FormError message={create.error} />
-          <div className="form-actions">
-            <button type="submit" className="button" disabled={create.pending}>
-              {create.pending ? 'Creating…' : 'Create key'}
-            </button>
-          </div>
+          <FormFooter state={create} label="Create key" pendingLabel="Creating…" />
         </form>
       </section>
     </>
@@ -253,10 +229,7 @@ function WebhookTab({ session }: { session: Session }) {
         />
       ) : null}
       {notice ? <Success>{notice}</Success> : null}
-      {config.error ? (
-        <ErrorNotice error={config.error} what="the webhook settings" onRetry={config.reload} />
-      ) : null}
-      {!data && config.loading ? <Loading label="Loading the webhook settings…" /> : null}
+      <ResourceState resource={config} what="the webhook settings" />
       {data ? (
         <>
           <section className="card" aria-labelledby="endpoint-heading">
@@ -285,12 +258,7 @@ function WebhookTab({ session }: { session: Session }) {
                 </button>{' '}
                 and watch requests arrive under <Link to="developers/receiver">Test receiver</Link>.
               </p>
-              <FormError message={save.error} />
-              <div className="form-actions">
-                <button type="submit" className="button" disabled={save.pending}>
-                  {save.pending ? 'Saving…' : 'Save endpoint'}
-                </button>
-              </div>
+              <FormFooter state={save} label="Save endpoint" pendingLabel="Saving…" />
             </form>
           </section>
           <section className="card" aria-labelledby="secret-heading">

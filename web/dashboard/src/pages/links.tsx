@@ -7,18 +7,26 @@ import { useAction, useApi, useTitle } from '../hooks.ts';
 import { Link, navigate } from '../router.tsx';
 import type { Payment, PaymentLink, Product } from '../types.ts';
 import {
+  ActiveToggle,
+  type Choice,
   ConfirmButton,
   CopyButton,
+  CurrencyField,
+  DataTable,
   Detail,
   Empty,
   ErrorNotice,
   FormError,
+  FormFooter,
   Loading,
   PageHeader,
+  ResourceState,
+  SelectField,
+  Stat,
   StatusBadge,
   Success,
-  TableScroll,
 } from '../ui.tsx';
+import { PaymentsTable } from './payments.tsx';
 
 interface Line {
   key: number;
@@ -27,6 +35,16 @@ interface Line {
 }
 
 let lineKeys = 0;
+
+const PRICING: Choice[] = [
+  ['', 'Organization default'],
+  ['TAX_EXCLUSIVE', 'Exclude tax (HT)'],
+  ['TAX_INCLUSIVE', 'Include tax (TTC)'],
+];
+
+function pricingLabel(mode: PaymentLink['pricing_mode']): string {
+  return (PRICING.find(([value]) => value === mode) ?? PRICING[0])[1];
+}
 
 function CreateLinkForm({
   products,
@@ -136,21 +154,8 @@ function CreateLinkForm({
         </button>
       </fieldset>
       <div className="row">
-        <label className="field">
-          <span>Currency</span>
-          <select name="currency" defaultValue={firstCurrency} key={firstCurrency}>
-            <option value="USD">USD</option>
-            <option value="EUR">EUR</option>
-          </select>
-        </label>
-        <label className="field">
-          <span>Prices</span>
-          <select name="pricing_mode" defaultValue="">
-            <option value="">Organization default</option>
-            <option value="TAX_EXCLUSIVE">Exclude tax (HT)</option>
-            <option value="TAX_INCLUSIVE">Include tax (TTC)</option>
-          </select>
-        </label>
+        <CurrencyField value={firstCurrency} key={firstCurrency} />
+        <SelectField label="Prices" name="pricing_mode" value="" choices={PRICING} />
         <label className="field">
           <span>Expires (optional)</span>
           <input name="expires_at" type="datetime-local" />
@@ -160,12 +165,7 @@ function CreateLinkForm({
           <input name="max_uses" type="number" min={1} inputMode="numeric" />
         </label>
       </div>
-      <FormError message={create.error} />
-      <div className="form-actions">
-        <button type="submit" className="button" disabled={create.pending}>
-          {create.pending ? 'Creating…' : 'Create link'}
-        </button>
-      </div>
+      <FormFooter state={create} label="Create link" pendingLabel="Creating…" />
     </form>
   );
 }
@@ -187,16 +187,7 @@ function LinkActions({ link, onChanged }: { link: PaymentLink; onChanged: () => 
         Open<span className="visually-hidden"> {link.name} (new tab)</span>
       </a>
       {link.status !== 'deleted' ? (
-        <button
-          type="button"
-          className="button secondary small"
-          disabled={toggle.pending}
-          onClick={async () => {
-            if (await toggle.run()) onChanged();
-          }}
-        >
-          {link.is_active ? 'Deactivate' : 'Activate'}
-        </button>
+        <ActiveToggle active={link.is_active} toggle={toggle} onChanged={onChanged} />
       ) : null}
       {link.status !== 'deleted' ? (
         <ConfirmButton
@@ -212,11 +203,7 @@ function LinkActions({ link, onChanged }: { link: PaymentLink; onChanged: () => 
           }}
         />
       ) : null}
-      {toggle.error ? (
-        <span className="field-error" role="alert">
-          {toggle.error}
-        </span>
-      ) : null}
+      <FormError message={toggle.error} inline />
     </div>
   );
 }
@@ -253,10 +240,7 @@ export function LinksPage() {
       {showForm ? (
         <section className="card" aria-labelledby="new-link-heading">
           <h2 id="new-link-heading">New payment link</h2>
-          {products.error ? (
-            <ErrorNotice error={products.error} what="products" onRetry={products.reload} />
-          ) : null}
-          {!catalog && products.loading ? <Loading label="Loading products…" /> : null}
+          <ResourceState resource={products} what="products" />
           {catalog ? (
             <CreateLinkForm
               products={catalog}
@@ -269,59 +253,37 @@ export function LinksPage() {
           ) : null}
         </section>
       ) : null}
-      {links.error ? <ErrorNotice error={links.error} what="payment links" onRetry={links.reload} /> : null}
-      {!list && links.loading ? <Loading label="Loading payment links…" /> : null}
+      <ResourceState resource={links} what="payment links" />
       {list && list.length === 0 ? (
         <Empty>No payment links yet. Create one to sell your products with a shareable URL.</Empty>
       ) : null}
       {list && list.length > 0 ? (
-        <TableScroll label="Payment links">
-          <table>
-            <caption className="visually-hidden">Payment links</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Products</th>
-                <th scope="col" className="num">
-                  Views
-                </th>
-                <th scope="col" className="num">
-                  Uses
-                </th>
-                <th scope="col" className="num">
-                  Paid
-                </th>
-                <th scope="col" className="num">
-                  Revenue
-                </th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((link) => (
-                <tr key={link.id}>
-                  <td>
-                    <Link to={`links/${link.id}`}>{link.name}</Link>
-                  </td>
-                  <td>
-                    <StatusBadge status={link.status} />
-                  </td>
-                  <td className="wrap">
-                    {link.products.map((line) => `${line.quantity} × ${line.name}`).join(', ')}
-                  </td>
-                  <td className="num">{link.stats.views}</td>
-                  <td className="num">{usesText(link)}</td>
-                  <td className="num">{link.stats.payments_paid}</td>
-                  <td className="num">{money(link.stats.revenue, link.currency)}</td>
-                  <td>
-                    <LinkActions link={link} onChanged={links.reload} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
+        <DataTable
+          label="Payment links"
+          columns={['Name', 'Status', 'Products', 'Views', 'Uses', 'Paid', 'Revenue', 'Actions']}
+          numeric={['Views', 'Uses', 'Paid', 'Revenue']}
+        >
+          {list.map((link) => (
+            <tr key={link.id}>
+              <td>
+                <Link to={`links/${link.id}`}>{link.name}</Link>
+              </td>
+              <td>
+                <StatusBadge status={link.status} />
+              </td>
+              <td className="wrap">
+                {link.products.map((line) => `${line.quantity} × ${line.name}`).join(', ')}
+              </td>
+              <td className="num">{link.stats.views}</td>
+              <td className="num">{usesText(link)}</td>
+              <td className="num">{link.stats.payments_paid}</td>
+              <td className="num">{money(link.stats.revenue, link.currency)}</td>
+              <td>
+                <LinkActions link={link} onChanged={links.reload} />
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
     </>
   );
@@ -363,12 +325,7 @@ function EditLinkForm({ link, onSaved }: { link: PaymentLink; onSaved: (link: Pa
           <input name="max_uses" type="number" min={1} defaultValue={link.max_uses ?? ''} />
         </label>
       </div>
-      <FormError message={save.error} />
-      <div className="form-actions">
-        <button type="submit" className="button" disabled={save.pending}>
-          {save.pending ? 'Saving…' : 'Save changes'}
-        </button>
-      </div>
+      <FormFooter state={save} label="Save changes" pendingLabel="Saving…" />
     </form>
   );
 }
@@ -380,39 +337,7 @@ function LinkPayments({ id }: { id: string }) {
   const list = asPage(payments.data)?.results;
   if (!list) return <Loading label="Loading payments…" />;
   if (list.length === 0) return <Empty>No payments through this link yet.</Empty>;
-  return (
-    <TableScroll label="Payments through this link">
-      <table>
-        <caption className="visually-hidden">Payments through this link</caption>
-        <thead>
-          <tr>
-            <th scope="col">Payment</th>
-            <th scope="col" className="num">
-              Amount
-            </th>
-            <th scope="col">Status</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.map((payment) => (
-            <tr key={payment.id}>
-              <td>
-                <Link to={`payments/${payment.id}`} className="mono">
-                  {payment.id}
-                </Link>
-              </td>
-              <td className="num">{money(payment.amount, payment.currency)}</td>
-              <td>
-                <StatusBadge status={payment.status} />
-              </td>
-              <td>{dateTime(payment.created_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroll>
-  );
+  return <PaymentsTable payments={list} label="Payments through this link" showCustomer={false} />;
 }
 
 export function LinkDetailPage({ id }: { id: string }) {
@@ -428,8 +353,7 @@ export function LinkDetailPage({ id }: { id: string }) {
       <PageHeader title={data ? data.name : 'Payment link'}>
         {data ? <StatusBadge status={data.status} /> : null}
       </PageHeader>
-      {link.error ? <ErrorNotice error={link.error} what="this payment link" onRetry={link.reload} /> : null}
-      {!data && link.loading ? <Loading label="Loading the payment link…" /> : null}
+      <ResourceState resource={link} what="this payment link" loading="Loading the payment link…" />
       {data ? (
         <>
           <section className="card" aria-labelledby="link-url-heading">
@@ -441,22 +365,10 @@ export function LinkDetailPage({ id }: { id: string }) {
               <CopyButton text={data.url} label="Copy link" />
             </p>
             <ul className="cards" aria-label="Link statistics">
-              <li className="card stat">
-                <span className="stat-label">Views</span>
-                <span className="stat-value">{data.stats.views}</span>
-              </li>
-              <li className="card stat">
-                <span className="stat-label">Checkouts started</span>
-                <span className="stat-value">{data.stats.checkouts_started}</span>
-              </li>
-              <li className="card stat">
-                <span className="stat-label">Payments</span>
-                <span className="stat-value">{data.stats.payments_paid}</span>
-              </li>
-              <li className="card stat">
-                <span className="stat-label">Revenue</span>
-                <span className="stat-value">{money(data.stats.revenue, data.currency)}</span>
-              </li>
+              <Stat label="Views" value={data.stats.views} />
+              <Stat label="Checkouts started" value={data.stats.checkouts_started} />
+              <Stat label="Payments" value={data.stats.payments_paid} />
+              <Stat label="Revenue" value={money(data.stats.revenue, data.currency)} />
             </ul>
             <Detail
               items={[
@@ -469,14 +381,7 @@ export function LinkDetailPage({ id }: { id: string }) {
                     .join(', '),
                 ],
                 ['Currency', data.currency],
-                [
-                  'Prices',
-                  data.pricing_mode === 'TAX_EXCLUSIVE'
-                    ? 'Exclude tax (HT)'
-                    : data.pricing_mode === 'TAX_INCLUSIVE'
-                      ? 'Include tax (TTC)'
-                      : 'Organization default',
-                ],
+                ['Prices', pricingLabel(data.pricing_mode)],
                 ['Uses', usesText(data)],
                 ['Expires', dateTime(data.expires_at)],
                 ['Created', dateTime(data.created_at)],

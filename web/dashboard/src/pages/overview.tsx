@@ -7,7 +7,7 @@ import { dateTime, money, titleCase } from '../format.ts';
 import { useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
 import type { DashboardSnapshot, Payment, WalletMovement } from '../types.ts';
-import { Empty, ErrorNotice, Loading, PageHeader, TableScroll } from '../ui.tsx';
+import { DataTable, Empty, ErrorNotice, Loading, PageHeader, ResourceState, Stat } from '../ui.tsx';
 
 const CHART_DAYS = 30;
 const MAX_PAGES = 10;
@@ -122,43 +122,23 @@ export function ActivityTable({ entries, label }: { entries: WalletMovement[]; l
   if (entries.length === 0)
     return <Empty>No wallet activity yet. Settled payments, refunds and payouts appear here.</Empty>;
   return (
-    <TableScroll label={label}>
-      <table>
-        <caption className="visually-hidden">{label}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Movement</th>
-            <th scope="col">Reference</th>
-            <th scope="col" className="num">
-              Amount
-            </th>
-            <th scope="col" className="num">
-              Balance
-            </th>
-            <th scope="col" className="num">
-              Reserve
-            </th>
-            <th scope="col" className="num">
-              Held
-            </th>
-            <th scope="col">Date</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((entry) => (
-            <tr key={entry.id}>
-              <td>{titleCase(entry.type)}</td>
-              <td>{referenceLink(entry.reference)}</td>
-              <td className="num">{money(entry.amount, 'USD')}</td>
-              <td className="num">{signed(entry.balance_change)}</td>
-              <td className="num">{signed(entry.reserve_change)}</td>
-              <td className="num">{signed(entry.held_change)}</td>
-              <td>{dateTime(entry.created_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroll>
+    <DataTable
+      label={label}
+      columns={['Movement', 'Reference', 'Amount', 'Balance', 'Reserve', 'Held', 'Date']}
+      numeric={['Amount', 'Balance', 'Reserve', 'Held']}
+    >
+      {entries.map((entry) => (
+        <tr key={entry.id}>
+          <td>{titleCase(entry.type)}</td>
+          <td>{referenceLink(entry.reference)}</td>
+          <td className="num">{money(entry.amount, 'USD')}</td>
+          <td className="num">{signed(entry.balance_change)}</td>
+          <td className="num">{signed(entry.reserve_change)}</td>
+          <td className="num">{signed(entry.held_change)}</td>
+          <td>{dateTime(entry.created_at)}</td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 
@@ -176,24 +156,10 @@ export function WalletCards({
   const currency = wallet.currency ?? 'USD';
   return (
     <ul className="cards" aria-label="Wallet">
-      <li className="card stat">
-        <span className="stat-label">Available</span>
-        <span className="stat-value">{money(wallet.available, currency)}</span>
-        <span className="muted small">balance + reserve − held</span>
-      </li>
-      <li className="card stat">
-        <span className="stat-label">Balance</span>
-        <span className="stat-value">{money(wallet.balance, currency)}</span>
-      </li>
-      <li className="card stat">
-        <span className="stat-label">Rolling reserve</span>
-        <span className="stat-value">{money(wallet.reserve, currency)}</span>
-      </li>
-      <li className="card stat">
-        <span className="stat-label">Held</span>
-        <span className="stat-value">{money(wallet.held, currency)}</span>
-        <span className="muted small">refunds and payouts in progress</span>
-      </li>
+      <Stat label="Available" value={money(wallet.available, currency)} note="balance + reserve − held" />
+      <Stat label="Balance" value={money(wallet.balance, currency)} />
+      <Stat label="Rolling reserve" value={money(wallet.reserve, currency)} />
+      <Stat label="Held" value={money(wallet.held, currency)} note="refunds and payouts in progress" />
     </ul>
   );
 }
@@ -222,10 +188,7 @@ export function OverviewPage() {
           Refresh
         </button>
       </PageHeader>
-      {snapshot.error ? (
-        <ErrorNotice error={snapshot.error} what="the dashboard" onRetry={snapshot.reload} />
-      ) : null}
-      {!data && snapshot.loading ? <Loading /> : null}
+      <ResourceState resource={snapshot} what="the dashboard" loading="Loading…" />
       {data ? (
         <>
           <section aria-labelledby="wallet-heading">
@@ -237,16 +200,14 @@ export function OverviewPage() {
               <h2 id="stats-heading">At a glance</h2>
               <ul className="cards" aria-label="Statistics">
                 {paidVolume.map(([currency, amount]) => (
-                  <li className="card stat" key={`volume-${currency}`}>
-                    <span className="stat-label">Paid volume ({currency})</span>
-                    <span className="stat-value">{money(amount, currency)}</span>
-                  </li>
+                  <Stat
+                    key={`volume-${currency}`}
+                    label={`Paid volume (${currency})`}
+                    value={money(amount, currency)}
+                  />
                 ))}
                 {stats.map(([name, value]) => (
-                  <li className="card stat" key={name}>
-                    <span className="stat-label">{titleCase(name.replace(/_count$/, 's'))}</span>
-                    <span className="stat-value">{String(value)}</span>
-                  </li>
+                  <Stat key={name} label={titleCase(name.replace(/_count$/, 's'))} value={String(value)} />
                 ))}
               </ul>
             </section>

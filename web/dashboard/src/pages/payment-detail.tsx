@@ -7,15 +7,16 @@ import { useAction, useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
 import type { Delivery, DepositAttempt, Payment, Refund, RefundCreated } from '../types.ts';
 import {
+  DataTable,
   Detail,
   Empty,
   ErrorNotice,
   FormError,
   Loading,
   PageHeader,
+  ResourceState,
   StatusBadge,
   Success,
-  TableScroll,
 } from '../ui.tsx';
 import { RefundButton } from './refund-dialog.tsx';
 import { RefundsTable } from './refunds.tsx';
@@ -129,47 +130,36 @@ function PaymentEvents({ payment }: { payment: Payment }) {
     if (!byEvent.has(eventId)) byEvent.set(eventId, delivery);
   }
   return (
-    <TableScroll label="Events for this payment">
-      <table>
-        <caption className="visually-hidden">Events for this payment, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Event</th>
-            <th scope="col">Payment status</th>
-            <th scope="col" className="num">
-              Attempts
-            </th>
-            <th scope="col">Webhook delivery</th>
-            <th scope="col">Created</th>
+    <DataTable
+      label="Events for this payment"
+      caption="Events for this payment, newest first"
+      columns={['Event', 'Payment status', 'Attempts', 'Webhook delivery', 'Created']}
+      numeric={['Attempts']}
+    >
+      {list.map((event) => {
+        const delivery = byEvent.get(event.id);
+        return (
+          <tr key={event.id}>
+            <td className="mono">{event.type}</td>
+            <td>{event.payload.status ? <StatusBadge status={event.payload.status} /> : '—'}</td>
+            <td className="num">
+              {Array.isArray(event.payload.depositAttempts) ? event.payload.depositAttempts.length : '—'}
+            </td>
+            <td>
+              {delivery ? (
+                <Link to={`developers/deliveries?id=${encodeURIComponent(String(delivery.id))}`}>
+                  <StatusBadge status={delivery.status} />
+                  <span className="visually-hidden"> delivery details</span>
+                </Link>
+              ) : (
+                <span className="muted">{deliveries.data ? 'Not sent' : '—'}</span>
+              )}
+            </td>
+            <td>{dateTime(event.created_at)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {list.map((event) => {
-            const delivery = byEvent.get(event.id);
-            return (
-              <tr key={event.id}>
-                <td className="mono">{event.type}</td>
-                <td>{event.payload.status ? <StatusBadge status={event.payload.status} /> : '—'}</td>
-                <td className="num">
-                  {Array.isArray(event.payload.depositAttempts) ? event.payload.depositAttempts.length : '—'}
-                </td>
-                <td>
-                  {delivery ? (
-                    <Link to={`developers/deliveries?id=${encodeURIComponent(String(delivery.id))}`}>
-                      <StatusBadge status={delivery.status} />
-                      <span className="visually-hidden"> delivery details</span>
-                    </Link>
-                  ) : (
-                    <span className="muted">{deliveries.data ? 'Not sent' : '—'}</span>
-                  )}
-                </td>
-                <td>{dateTime(event.created_at)}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </TableScroll>
+        );
+      })}
+    </DataTable>
   );
 }
 
@@ -217,10 +207,7 @@ export function PaymentDetailPage({ id }: { id: string }) {
       ) : null}
       {resent ? <Success>The payment's transaction.status_changed webhook was queued again.</Success> : null}
       <FormError message={resend.error} />
-      {payment.error ? (
-        <ErrorNotice error={payment.error} what="this payment" onRetry={payment.reload} />
-      ) : null}
-      {!data && payment.loading ? <Loading label="Loading the payment…" /> : null}
+      <ResourceState resource={payment} what="this payment" loading="Loading the payment…" />
       {data ? (
         <>
           <section aria-labelledby="amounts-heading" className="card">

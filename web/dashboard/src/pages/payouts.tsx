@@ -4,16 +4,7 @@ import { api, asPage, type Page } from '../api.ts';
 import { dateTime, money } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
 import type { Payout, Wallet } from '../types.ts';
-import {
-  Empty,
-  ErrorNotice,
-  FormError,
-  Loading,
-  PageHeader,
-  StatusBadge,
-  Success,
-  TableScroll,
-} from '../ui.tsx';
+import { DataTable, Empty, FormError, PageHeader, ResourceState, StatusBadge, Success } from '../ui.tsx';
 import { WalletCards } from './overview.tsx';
 
 const AMOUNT = '^\\d+(\\.\\d{1,2})?$';
@@ -50,8 +41,7 @@ export function PayoutsPage() {
       <PageHeader title="Payouts" />
       <section aria-labelledby="payout-wallet-heading">
         <h2 id="payout-wallet-heading">Wallet (USD)</h2>
-        {wallet.error ? <ErrorNotice error={wallet.error} what="the wallet" onRetry={wallet.reload} /> : null}
-        {!wallet.data && wallet.loading ? <Loading label="Loading the wallet…" /> : null}
+        <ResourceState resource={wallet} what="the wallet" />
         {wallet.data ? <WalletCards wallet={wallet.data} /> : null}
       </section>
       <section className="card" aria-labelledby="request-payout-heading">
@@ -84,39 +74,26 @@ export function PayoutsPage() {
       </section>
       <section aria-labelledby="payouts-heading">
         <h2 id="payouts-heading">Payouts</h2>
-        {payouts.error ? <ErrorNotice error={payouts.error} what="payouts" onRetry={payouts.reload} /> : null}
-        {!list && payouts.loading ? <Loading label="Loading payouts…" /> : null}
+        <ResourceState resource={payouts} what="payouts" />
         {list && list.length === 0 ? <Empty>No payouts yet.</Empty> : null}
         {list && list.length > 0 ? (
-          <TableScroll label="Payouts">
-            <table>
-              <caption className="visually-hidden">Payouts</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Payout</th>
-                  <th scope="col" className="num">
-                    Amount
-                  </th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Requested</th>
-                  <th scope="col">Updated</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((payout) => (
-                  <tr key={payout.id}>
-                    <td className="mono">{payout.id}</td>
-                    <td className="num">{money(payout.amount, payout.currency ?? 'USD')}</td>
-                    <td>
-                      <StatusBadge status={payout.status} />
-                    </td>
-                    <td>{dateTime(payout.created_at)}</td>
-                    <td>{dateTime(payout.updated_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <DataTable
+            label="Payouts"
+            columns={['Payout', 'Amount', 'Status', 'Requested', 'Updated']}
+            numeric={['Amount']}
+          >
+            {list.map((payout) => (
+              <tr key={payout.id}>
+                <td className="mono">{payout.id}</td>
+                <td className="num">{money(payout.amount, payout.currency ?? 'USD')}</td>
+                <td>
+                  <StatusBadge status={payout.status} />
+                </td>
+                <td>{dateTime(payout.created_at)}</td>
+                <td>{dateTime(payout.updated_at)}</td>
+              </tr>
+            ))}
+          </DataTable>
         ) : null}
       </section>
     </>

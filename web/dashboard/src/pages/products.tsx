@@ -5,16 +5,18 @@ import { dateTime, money } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
 import type { Product } from '../types.ts';
 import {
+  ActiveToggle,
   ConfirmButton,
+  CurrencyField,
+  DataTable,
   Dialog,
   Empty,
-  ErrorNotice,
   FormError,
-  Loading,
+  FormFooter,
   PageHeader,
+  ResourceState,
   StatusBadge,
   Success,
-  TableScroll,
 } from '../ui.tsx';
 
 const PRICE = '^\\d+(\\.\\d{1,2})?$';
@@ -42,13 +44,7 @@ function ProductFields({ product }: { product?: Product }) {
             defaultValue={product?.unit_price}
           />
         </label>
-        <label className="field">
-          <span>Currency</span>
-          <select name="currency" defaultValue={product?.currency ?? 'USD'}>
-            <option value="USD">USD</option>
-            <option value="EUR">EUR</option>
-          </select>
-        </label>
+        <CurrencyField value={product?.currency ?? 'USD'} />
       </div>
     </>
   );
@@ -84,15 +80,7 @@ function EditProduct({ product, onSaved }: { product: Product; onSaved: () => vo
         <form className="stack" onSubmit={submit}>
           <ProductFields product={product} />
           <p className="muted small">Existing payment links keep the price they were created with.</p>
-          <FormError message={save.error} />
-          <div className="form-actions">
-            <button type="submit" className="button" disabled={save.pending}>
-              {save.pending ? 'Saving…' : 'Save'}
-            </button>
-            <button type="button" className="button secondary" onClick={() => setOpen(false)}>
-              Cancel
-            </button>
-          </div>
+          <FormFooter state={save} label="Save" pendingLabel="Saving…" onCancel={() => setOpen(false)} />
         </form>
       </Dialog>
     </>
@@ -118,17 +106,12 @@ function ProductRow({ product, onChanged }: { product: Product; onChanged: () =>
       <td>
         <div className="actions">
           <EditProduct product={product} onSaved={onChanged} />
-          <button
-            type="button"
-            className="button secondary small"
-            disabled={toggle.pending}
-            onClick={async () => {
-              if (await toggle.run()) onChanged();
-            }}
-          >
-            {product.is_active ? 'Deactivate' : 'Activate'}
-            <span className="visually-hidden"> {product.name}</span>
-          </button>
+          <ActiveToggle
+            active={product.is_active}
+            toggle={toggle}
+            onChanged={onChanged}
+            name={product.name}
+          />
           <ConfirmButton
             label="Delete"
             title={`Delete ${product.name}?`}
@@ -139,11 +122,7 @@ function ProductRow({ product, onChanged }: { product: Product; onChanged: () =>
               onChanged();
             }}
           />
-          {toggle.error ? (
-            <span className="field-error" role="alert">
-              {toggle.error}
-            </span>
-          ) : null}
+          <FormError message={toggle.error} inline />
         </div>
       </td>
     </tr>
@@ -176,43 +155,23 @@ export function ProductsPage() {
         {created ? <Success>Product {created.name} was added to the catalog.</Success> : null}
         <form className="stack" onSubmit={submit}>
           <ProductFields />
-          <FormError message={create.error} />
-          <div className="form-actions">
-            <button type="submit" className="button" disabled={create.pending}>
-              {create.pending ? 'Adding…' : 'Add product'}
-            </button>
-          </div>
+          <FormFooter state={create} label="Add product" pendingLabel="Adding…" />
         </form>
       </section>
       <section aria-labelledby="catalog-heading">
         <h2 id="catalog-heading">Catalog</h2>
-        {products.error ? (
-          <ErrorNotice error={products.error} what="products" onRetry={products.reload} />
-        ) : null}
-        {!list && products.loading ? <Loading label="Loading products…" /> : null}
+        <ResourceState resource={products} what="products" />
         {list && list.length === 0 ? <Empty>No products yet. Add the first one above.</Empty> : null}
         {list && list.length > 0 ? (
-          <TableScroll label="Products">
-            <table>
-              <caption className="visually-hidden">Products</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Product</th>
-                  <th scope="col" className="num">
-                    Price
-                  </th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((product) => (
-                  <ProductRow key={product.id} product={product} onChanged={products.reload} />
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <DataTable
+            label="Products"
+            columns={['Product', 'Price', 'Status', 'Created', 'Actions']}
+            numeric={['Price']}
+          >
+            {list.map((product) => (
+              <ProductRow key={product.id} product={product} onChanged={products.reload} />
+            ))}
+          </DataTable>
         ) : null}
       </section>
     </>

@@ -5,7 +5,7 @@ import { api } from '../api.ts';
 import { money } from '../format.ts';
 import { useAction } from '../hooks.ts';
 import type { Payment, RefundCreated } from '../types.ts';
-import { Dialog, FormError } from '../ui.tsx';
+import { Dialog, FormError, FormFooter } from '../ui.tsx';
 
 const AMOUNT = /^\d+(\.\d{1,2})?$/;
 
@@ -132,15 +132,13 @@ export function RefundButton({
                 title="The 6-digit code from the email"
               />
             </label>
-            <FormError message={refund.error} />
-            <div className="form-actions">
-              <button type="submit" className="button danger" disabled={refund.pending}>
-                {refund.pending ? 'Refunding…' : 'Refund payment'}
-              </button>
-              <button type="button" className="button secondary" onClick={() => setOpen(false)}>
-                Cancel
-              </button>
-            </div>
+            <FormFooter
+              state={refund}
+              label="Refund payment"
+              pendingLabel="Refunding…"
+              danger
+              onCancel={() => setOpen(false)}
+            />
           </form>
         ) : null}
       </Dialog>

@@ -5,9 +5,13 @@ import { api } from '../api.ts';
 import { dateTime } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
 import type { Organization } from '../types.ts';
-import { Detail, ErrorNotice, FormError, Loading, PageHeader, StatusBadge, Success } from '../ui.tsx';
+import { Detail, FormFooter, PageHeader, RadioGroup, ResourceState, StatusBadge, Success } from '../ui.tsx';
 
 const EDITABLE = ['name', 'website', 'contact_email', 'telegram', 'price_mode'] as const;
+const PRICE_MODES: [string, string][] = [
+  ['TTC', 'Including tax (TTC)'],
+  ['HT', 'Excluding tax (HT)'],
+];
 
 function ReadOnly({ organization }: { organization: Organization }) {
   const percent = (value: string) => `${value} %`;
@@ -74,10 +78,7 @@ export function SettingsPage() {
   return (
     <>
       <PageHeader title="Settings" />
-      {organization.error ? (
-        <ErrorNotice error={organization.error} what="the organization" onRetry={organization.reload} />
-      ) : null}
-      {!data && organization.loading ? <Loading /> : null}
+      <ResourceState resource={organization} what="the organization" loading="Loading…" />
       {data ? (
         <>
           <section className="card" aria-labelledby="profile-heading">
@@ -119,33 +120,13 @@ export function SettingsPage() {
                 <span>Telegram</span>
                 <input name="telegram" maxLength={100} defaultValue={data.telegram} placeholder="@yourshop" />
               </label>
-              <fieldset className="segmented">
-                <legend>Catalog prices are entered</legend>
-                <label>
-                  <input
-                    type="radio"
-                    name="price_mode"
-                    value="TTC"
-                    defaultChecked={data.price_mode === 'TTC'}
-                  />
-                  <span>Including tax (TTC)</span>
-                </label>
-                <label>
-                  <input
-                    type="radio"
-                    name="price_mode"
-                    value="HT"
-                    defaultChecked={data.price_mode === 'HT'}
-                  />
-                  <span>Excluding tax (HT)</span>
-                </label>
-              </fieldset>
-              <FormError message={save.error} />
-              <div className="form-actions">
-                <button type="submit" className="button" disabled={save.pending}>
-                  {save.pending ? 'Saving…' : 'Save changes'}
-                </button>
-              </div>
+              <RadioGroup
+                legend="Catalog prices are entered"
+                name="price_mode"
+                value={data.price_mode}
+                choices={PRICE_MODES}
+              />
+              <FormFooter state={save} label="Save changes" pendingLabel="Saving…" />
             </form>
           </section>
           <section className="card readonly" aria-labelledby="commercial-heading">

@@ -1,22 +1,23 @@
 // The webhook delivery log (with each delivery's attempts and redelivery) and the test receiver's inbox.
-import { type FormEvent, useState } from 'react';
+import { useState } from 'react';
 import { api, asPage, type Page } from '../api.ts';
+import { FilterBar, listFilters, PagedList, StatusFilter } from '../filters.tsx';
 import { dateTime } from '../format.ts';
 import { useAction, useApi } from '../hooks.ts';
 import { Link, setQuery, useRoute } from '../router.tsx';
 import type { Delivery, DeliveryAttempt, ReceivedWebhook } from '../types.ts';
 import {
   CopyButton,
+  DataTable,
   Empty,
   ErrorNotice,
   FormError,
   Loading,
-  Pagination,
+  ResourceState,
+  SelectField,
   StatusBadge,
   Success,
-  TableScroll,
 } from '../ui.tsx';
-import { pageNumber } from './payments.tsx';
 
 const EVENTS = [
   'transaction.status_changed',
@@ -25,6 +26,7 @@ const EVENTS = [
   'webhook.test',
 ];
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'];
+const FILTERS = ['status', 'event'] as const;
 
 function pretty(text: string | undefined | null): string {
   if (!text) return '';
@@ -85,33 +87,21 @@ function DeliveryDetail({ id, onRedelivered }: { id: string; onRedelivered: () =
       {attempts.length === 0 ? (
         <Empty>No attempts yet.</Empty>
       ) : (
-        <TableScroll label="Delivery attempts">
-          <table>
-            <caption className="visually-hidden">Delivery attempts</caption>
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">Time</th>
-                <th scope="col">Response</th>
-                <th scope="col" className="num">
-                  Duration
-                </th>
-                <th scope="col">Error</th>
-              </tr>
-            </thead>
-            <tbody>
-              {attempts.map((attempt, index) => (
-                <tr key={String(attempt.attempt ?? index)}>
-                  <td>{String(attempt.attempt ?? index + 1)}</td>
-                  <td>{dateTime(attempt.attempted_at ?? attempt.created_at)}</td>
-                  <td>{attempt.response_status ?? attempt.status_code ?? '—'}</td>
-                  <td className="num">{attempt.duration_ms != null ? `${attempt.duration_ms} ms` : '—'}</td>
-                  <td className="wrap">{attempt.error ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </TableScroll>
+        <DataTable
+          label="Delivery attempts"
+          columns={['#', 'Time', 'Response', 'Duration', 'Error']}
+          numeric={['Duration']}
+        >
+          {attempts.map((attempt, index) => (
+            <tr key={String(attempt.attempt ?? index)}>
+              <td>{String(attempt.attempt ?? index + 1)}</td>
+              <td>{dateTime(attempt.attempted_at ?? attempt.created_at)}</td>
+              <td>{attempt.response_status ?? attempt.status_code ?? '—'}</td>
+              <td className="num">{attempt.duration_ms != null ? `${attempt.duration_ms} ms` : '—'}</td>
+              <td className="wrap">{attempt.error ?? '—'}</td>
+            </tr>
+          ))}
+        </DataTable>
       )}
       {data.payload !== undefined && data.payload !== null ? (
         <details>
@@ -125,9 +115,9 @@ function DeliveryDetail({ id, onRedelivered }: { id: string; onRedelivered: () =
 
 export function DeliveriesTab() {
   const route = useRoute();
-  const page = pageNumber(route.query);
-  const status = route.query.get('status') ?? '';
-  const event = route.query.get('event') ?? '';
+  const list = listFilters('developers/deliveries', route.query, FILTERS);
+  const { page, filters, filtered } = list;
+  const { status, event } = filters;
   const open = route.query.get('id') ?? '';
   const deliveries = useApi<Page<Delivery> | Delivery[]>('/organization/webhook/deliveries/', {
     page,
@@ -135,127 +125,76 @@ export function DeliveriesTab() {
     status,
     event,
   });
-  const data = asPage(deliveries.data);
   const base = { status, event, page: page > 1 ? String(page) : undefined };
-
-  function apply(submitted: FormEvent<HTMLFormElement>) {
-    submitted.preventDefault();
-    const form = new FormData(submitted.currentTarget);
-    setQuery('developers/deliveries', {
-      status: String(form.get('status') ?? ''),
-      event: String(form.get('event') ?? ''),
-    });
-  }
 
   return (
     <section aria-labelledby="deliveries-heading">
       <h2 id="deliveries-heading">Deliveries</h2>
-      <form className="filters" onSubmit={apply} aria-label="Filter deliveries" key={`${status}|${event}`}>
-        <label className="field">
-          <span>Status</span>
-          <select name="status" defaultValue={status}>
-            <option value="">Any</option>
-            {DELIVERY_STATUSES.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>Event</span>
-          <select name="event" defaultValue={event}>
-            <option value="">Any</option>
-            {EVENTS.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </select>
-        </label>
-        <div className="filter-actions">
-          <button type="submit" className="button">
-            Apply
-          </button>
+      <FilterBar
+        list={list}
+        label="Filter deliveries"
+        clearable={false}
+        key={`${status}|${event}`}
+        actions={
           <button type="button" className="button secondary" onClick={deliveries.reload}>
             Refresh
           </button>
-        </div>
-      </form>
-      {deliveries.error ? (
-        <ErrorNotice error={deliveries.error} what="deliveries" onRetry={deliveries.reload} />
-      ) : null}
-      {!data && deliveries.loading ? <Loading label="Loading deliveries…" /> : null}
-      {data && data.results.length === 0 ? (
-        <Empty>
-          No deliveries{status || event ? ' match these filters' : ' yet. Set an endpoint and send a test'}.
-        </Empty>
-      ) : null}
-      {data && data.results.length > 0 ? (
-        <div aria-busy={deliveries.loading}>
-          <TableScroll label="Webhook deliveries">
-            <table>
-              <caption className="visually-hidden">Webhook deliveries</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">About</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" className="num">
-                    Attempts
-                  </th>
-                  <th scope="col">Last response</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Details</th>
+        }
+      >
+        <StatusFilter value={status} statuses={DELIVERY_STATUSES} />
+        <SelectField label="Event" name="event" value={event} choices={EVENTS} any />
+      </FilterBar>
+      <PagedList
+        list={list}
+        resource={deliveries}
+        what="deliveries"
+        pageSize={20}
+        empty={`No deliveries${filtered ? ' match these filters' : ' yet. Set an endpoint and send a test'}.`}
+      >
+        {(results) => (
+          <DataTable
+            label="Webhook deliveries"
+            columns={['Event', 'About', 'Status', 'Attempts', 'Last response', 'Created', 'Details']}
+            numeric={['Attempts']}
+          >
+            {results.map((delivery) => {
+              const id = String(delivery.id);
+              const expanded = open === id;
+              return (
+                <tr key={id} className={expanded ? 'selected' : undefined}>
+                  <td className="mono">{delivery.event}</td>
+                  <td>{subjectLink(delivery.subject)}</td>
+                  <td>
+                    <StatusBadge status={delivery.status} />
+                    {delivery.next_attempt_at ? (
+                      <span className="muted small block">next {dateTime(delivery.next_attempt_at)}</span>
+                    ) : null}
+                  </td>
+                  <td className="num">
+                    {delivery.attempt_count ??
+                      (Array.isArray(delivery.attempts) ? delivery.attempts.length : '—')}
+                  </td>
+                  <td>{delivery.last_response_status ?? '—'}</td>
+                  <td>{dateTime(delivery.created_at)}</td>
+                  <td>
+                    <button
+                      type="button"
+                      className="button secondary small"
+                      aria-expanded={expanded}
+                      onClick={() =>
+                        setQuery('developers/deliveries', { ...base, id: expanded ? undefined : id })
+                      }
+                    >
+                      {expanded ? 'Hide' : 'Show'}
+                      <span className="visually-hidden"> delivery {id}</span>
+                    </button>
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {data.results.map((delivery) => {
-                  const id = String(delivery.id);
-                  const expanded = open === id;
-                  return (
-                    <tr key={id} className={expanded ? 'selected' : undefined}>
-                      <td className="mono">{delivery.event}</td>
-                      <td>{subjectLink(delivery.subject)}</td>
-                      <td>
-                        <StatusBadge status={delivery.status} />
-                        {delivery.next_attempt_at ? (
-                          <span className="muted small block">next {dateTime(delivery.next_attempt_at)}</span>
-                        ) : null}
-                      </td>
-                      <td className="num">
-                        {delivery.attempt_count ??
-                          (Array.isArray(delivery.attempts) ? delivery.attempts.length : '—')}
-                      </td>
-                      <td>{delivery.last_response_status ?? '—'}</td>
-                      <td>{dateTime(delivery.created_at)}</td>
-                      <td>
-                        <button
-                          type="button"
-                          className="button secondary small"
-                          aria-expanded={expanded}
-                          onClick={() =>
-                            setQuery('developers/deliveries', { ...base, id: expanded ? undefined : id })
-                          }
-                        >
-                          {expanded ? 'Hide' : 'Show'}
-                          <span className="visually-hidden"> delivery {id}</span>
-                        </button>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </TableScroll>
-          <Pagination
-            page={page}
-            pageSize={20}
-            count={data.count}
-            onPage={(next) => setQuery('developers/deliveries', { status, event, page: String(next) })}
-          />
-        </div>
-      ) : null}
+              );
+            })}
+          </DataTable>
+        )}
+      </PagedList>
       {open ? <DeliveryDetail key={open} id={open} onRedelivered={deliveries.reload} /> : null}
     </section>
   );
@@ -312,10 +251,7 @@ export function ReceiverTab({ url }: { url: string }) {
           Refresh
         </button>
       </div>
-      {received.error ? (
-        <ErrorNotice error={received.error} what="received requests" onRetry={received.reload} />
-      ) : null}
-      {!data && received.loading ? <Loading label="Loading received requests…" /> : null}
+      <ResourceState resource={received} what="received requests" />
       {data && data.results.length === 0 ? <Empty>Nothing received yet.</Empty> : null}
       {data && data.results.length > 0 ? (
         <ul className="received-list" aria-label="Received requests" aria-busy={received.loading}>
