@@ -96,12 +96,16 @@ export async function createMerchantWithCli(env: Record<string, string>): Promis
   return { organizationId: printed.organization.id, email, password };
 }
 
-/** The V8 flags `npm start` runs the service with (package.json is their one home; bin/kassa.js repeats them). */
-export const SERVICE_NODE_FLAGS: string[] = (
+/** `npm start` (package.json is their one home): its environment prefix and its V8 flags. */
+const START_SCRIPT = (
   JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start as string
-)
-  .split(' ')
-  .filter((arg) => arg.startsWith('--max-'));
+).split(' ');
+/** Environment `npm start` sets for the service (glibc's MALLOC_ARENA_MAX). */
+export const SERVICE_ENV: Record<string, string> = Object.fromEntries(
+  START_SCRIPT.filter((word) => /^[A-Z_]+=/.test(word)).map((word) => word.split('=', 2)),
+);
+/** The V8 flags `npm start` runs the service with (bin/kassa.js repeats them). */
+export const SERVICE_NODE_FLAGS: string[] = START_SCRIPT.filter((arg) => arg.startsWith('--max-'));
 
 /** `kassa serve` (or `serve --no-worker`), with the flags of `npm start`; resolves with its URL once it listens. */
 export async function startServe(
@@ -110,14 +114,14 @@ export async function startServe(
 ): Promise<{ child: Child; url: string }> {
   const args = [...SERVICE_NODE_FLAGS, ...(options.nodeFlags ?? []), 'src/cli/main.ts', 'serve'];
   if (options.worker === false) args.push('--no-worker');
-  const child = startNode(args, env);
+  const child = startNode(args, { ...SERVICE_ENV, ...env });
   const [, url] = await waitFor(child, /listening on (http:\/\/\S+)/);
   return { child, url };
 }
 
 /** `kassa worker`; resolves once it runs. */
 export async function startWorkerProcess(env: Record<string, string>): Promise<Child> {
-  const child = startNode([...SERVICE_NODE_FLAGS, 'src/cli/main.ts', 'worker'], env);
+  const child = startNode([...SERVICE_NODE_FLAGS, 'src/cli/main.ts', 'worker'], { ...SERVICE_ENV, ...env });
   await waitFor(child, /worker running/);
   return child;
 }

@@ -28,24 +28,34 @@ export interface Lease {
  * without waiting for another poll. Events of organizations without an endpoint are marked
  * dispatched with no delivery: webhooks start with the events after the endpoint is set.
  */
-export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: number) {
-  // The idle poll costs one indexed read, not a transaction.
-  const any = await db
-    .selectFrom('events')
-    .select('id')
-    .where('dispatched_at', 'is', null)
-    .limit(1)
-    .executeTakeFirst();
-  if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
-  return db.transaction().execute(async (trx) => {
-    let query = trx
+export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: number, busy = false) {
+  // The idle poll costs one indexed read, not a transaction (skipped while the outbox has work).
+  if (!busy) {
+    const any = await db
       .selectFrom('events')
-      .select(['id', 'organization_id', 'environment', 'type', 'subject', 'payload'])
+      .select('id')
+      .where('dispatched_at', 'is', null)
+      .limit(1)
+      .executeTakeFirst();
+    if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
+  }
+  return db.transaction().execute(async (trx) => {
+    // Claimed and marked dispatched in one statement (other dispatchers skip the locked rows).
+    let batch = trx
+      .selectFrom('events')
+      .select('id')
       .where('dispatched_at', 'is', null)
       .orderBy('id')
       .limit(limit);
-    if (isPostgres(trx)) query = query.forUpdate().skipLocked();
-    const events = await query.execute();
+    if (isPostgres(trx)) batch = batch.forUpdate().skipLocked();
+    const events = (
+      await trx
+        .updateTable('events')
+        .set({ dispatched_at: lease.now })
+        .where('id', 'in', batch)
+        .returning(['id', 'organization_id', 'environment', 'type', 'subject', 'payload'])
+        .execute()
+    ).sort((a, b) => a.id - b.id);
     if (events.length === 0) return { events: 0, claimed: [] as ClaimedDelivery[] };
 
     const organizations = [...new Set(events.map((event) => event.organization_id))];
@@ -96,15 +106,6 @@ export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: 
         });
       }
     }
-    await trx
-      .updateTable('events')
-      .set({ dispatched_at: lease.now })
-      .where(
-        'id',
-        'in',
-        events.map((event) => event.id),
-      )
-      .execute();
     return { events: events.length, claimed };
   });
 }

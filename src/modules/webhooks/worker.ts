@@ -1,6 +1,8 @@
 // The delivery worker of one process: claims work in batches (new outbox events first, then due
 // retries), sends with a concurrency cap over keep-alive connections, and writes the outcomes in
-// batches. Sends run in the background between ticks, so one slow endpoint never stalls the rest.
+// batches. Sends run in the background between ticks; up to MAX_WAITING claimed deliveries queue for
+// a send slot, and one whose lease would end before its send could time out is dropped from the queue
+// unsent (the lease then lapses and it is claimed again), so a queued delivery is never sent twice.
 import type { AppContext } from '../../context.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { type AttemptRecord, recordAttempts } from './outcomes.ts';
@@ -9,11 +11,16 @@ import { openSecret, sign } from './secret.ts';
 import { type AttemptOutcome, isSuccess, WebhookSender } from './sender.ts';
 import { type ClaimedDelivery, claimDueDeliveries, dispatchEvents, type Lease } from './worker-store.ts';
 
-/** Sends in flight at once, per process. */
-export const MAX_IN_FLIGHT = 256;
-const CLAIM_BATCH = 500;
+/** Sends in flight at once, per process (each holds a request, a socket and buffers: the memory cost). */
+export const MAX_IN_FLIGHT = 64;
+/**
+ * Claimed deliveries waiting for a send slot, at most. Claiming ahead keeps the senders busy while the
+ * next claim's transaction runs (a waiting delivery is a few hundred bytes; its lease outlasts the wait).
+ */
+const MAX_WAITING = 192;
+const CLAIM_BATCH = 256;
 /** When the pool is nearly full, wait for this much room rather than claim a few rows at a time. */
-const MIN_CLAIM = 128;
+const MIN_CLAIM = 64;
 const FLUSH_BATCH = 500;
 const FLUSH_DELAY_MS = 10;
 /** A lease outlives the attempt's timeout; a crashed worker's deliveries are retried after it ends. */
@@ -24,11 +31,13 @@ export class DeliveryWorker {
   private readonly ctx: AppContext;
   private readonly sender: WebhookSender;
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly waiting: { delivery: ClaimedDelivery; leaseUntil: number }[] = [];
   private pending: AttemptRecord[] = [];
   private flushing: Promise<void> = Promise.resolve();
   private flushScheduled = false;
   private failure: unknown = null;
   private roomWanted = 0;
+  private outboxBusy = false;
   private wakeOnRoom: (() => void) | null = null;
 
   constructor(ctx: AppContext) {
@@ -55,19 +64,28 @@ export class DeliveryWorker {
       this.failure = null;
       throw failure;
     }
-    if (this.inFlight.size > MAX_IN_FLIGHT - MIN_CLAIM) await this.room(MIN_CLAIM);
-    let room = MAX_IN_FLIGHT - this.inFlight.size;
+    if (this.free() < MIN_CLAIM) await this.room(MIN_CLAIM);
+    let room = this.free();
     let started = 0;
-    const dispatched = await dispatchEvents(this.ctx.db, this.lease(), Math.min(room, CLAIM_BATCH));
-    for (const delivery of dispatched.claimed) this.start(delivery);
+    const lease = this.lease();
+    const dispatched = await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.outboxBusy);
+    // A full claim means more is probably waiting: the next tick skips the idle check.
+    this.outboxBusy = dispatched.events === Math.min(room, CLAIM_BATCH);
+    for (const delivery of dispatched.claimed) this.start(delivery, lease);
     started += dispatched.events;
     room -= dispatched.claimed.length;
     if (room > 0) {
-      const due = await claimDueDeliveries(this.ctx.db, this.lease(), Math.min(room, CLAIM_BATCH));
-      for (const delivery of due) this.start(delivery);
+      const dueLease = this.lease();
+      const due = await claimDueDeliveries(this.ctx.db, dueLease, Math.min(room, CLAIM_BATCH));
+      for (const delivery of due) this.start(delivery, dueLease);
       started += due.length;
     }
     return started;
+  }
+
+  /** Deliveries this worker could claim now: send slots plus waiting places not taken. */
+  private free(): number {
+    return MAX_IN_FLIGHT + MAX_WAITING - this.inFlight.size - this.waiting.length;
   }
 
   /** Resolves once at least `wanted` slots are free. */
@@ -80,14 +98,24 @@ export class DeliveryWorker {
 
   private finished(task: Promise<void>): void {
     this.inFlight.delete(task);
-    if (this.wakeOnRoom && MAX_IN_FLIGHT - this.inFlight.size >= this.roomWanted) {
+    // The next queued delivery whose lease still covers a whole attempt; the others are let go.
+    const latestStart = this.ctx.clock().getTime() + this.ctx.config.webhookTimeoutMs;
+    let next = this.waiting.shift();
+    while (next && next.leaseUntil - LEASE_MARGIN_MS / 2 < latestStart) next = this.waiting.shift();
+    if (next) this.send(next.delivery);
+    if (this.wakeOnRoom && this.free() >= this.roomWanted) {
       const wake = this.wakeOnRoom;
       this.wakeOnRoom = null;
       wake();
     }
   }
 
-  private start(delivery: ClaimedDelivery): void {
+  private start(delivery: ClaimedDelivery, lease: Lease): void {
+    if (this.inFlight.size < MAX_IN_FLIGHT) this.send(delivery);
+    else this.waiting.push({ delivery, leaseUntil: Date.parse(lease.until) });
+  }
+
+  private send(delivery: ClaimedDelivery): void {
     const task = this.attempt(delivery).then(
       (record) => this.enqueue(record),
       (error: unknown) => {
