@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { verify } from '@octokit/webhooks-methods';
 import { emitEvent } from '../src/modules/events/emit.ts';
+import { MAX_PER_ENDPOINT } from '../src/modules/webhooks/worker.ts';
 import {
   call,
   createTestMerchant,
@@ -281,6 +282,48 @@ describe('webhook configuration and delivery', () => {
     await call(server, 'POST', '/api/organization/webhook/test/', { token: merchant.token });
     const [one, two] = await receiver.waitFor(2, 10_000, mine(merchant));
     assert.ok(two.at - one.at >= 950, `retried after ${two.at - one.at} ms`);
+  });
+
+  test('a slow endpoint with a backlog gets its share of the sends; another endpoint is served meanwhile', async () => {
+    const slow = await startReceiver();
+    slow.respond = () => ({ status: 200, body: 'ok', delayMs: 400 });
+    try {
+      const crowded = await createTestMerchant(server);
+      await setEndpoint(server, crowded, `${slow.url}/hooks/${crowded.slug}`);
+      const { merchant: other } = await merchantWithEndpoint();
+      const emit = (merchant: Merchant, count: number) =>
+        server.ctx.db.transaction().execute(async (trx) => {
+          for (let index = 0; index < count; index++) {
+            await emitEvent(trx, {
+              organizationId: merchant.organizationId,
+              environment: 'sandbox',
+              type: 'refund.status_changed',
+              subject: `RF${String(index).padStart(16, '0')}`,
+              payload: { refund_id: `RF${String(index).padStart(16, '0')}`, status: 'processing' },
+              now: new Date().toISOString(),
+            });
+          }
+        });
+      await emit(crowded, 40);
+      await slow.waitFor(MAX_PER_ENDPOINT, 5_000);
+      const started = Date.now();
+      await emit(other, 3);
+      const served = await receiver.waitFor(3, 5_000, mine(other));
+      assert.ok(
+        Math.max(...served.map((request) => request.at)) - started < 1_000,
+        'the other endpoint did not wait for the slow backlog',
+      );
+      await slow.waitFor(40, 20_000);
+      // At most MAX_PER_ENDPOINT requests were ever open at the slow receiver at once.
+      const arrivals = slow.requests.map((request) => request.at).sort((a, b) => a - b);
+      const open = arrivals.map(
+        (at, index) => arrivals.slice(0, index + 1).filter((t) => t + 400 > at + 5).length,
+      );
+      assert.ok(Math.max(...open) <= MAX_PER_ENDPOINT, `up to ${Math.max(...open)} at once`);
+      assert.ok(Math.max(...open) >= 2, 'the slow endpoint still got parallel sends');
+    } finally {
+      await slow.close();
+    }
   });
 
   test('a receiver slower than the timeout is an attempt with a timeout error', async () => {

@@ -18,9 +18,16 @@ export const MAX_IN_FLIGHT = 64;
  * next claim's transaction runs (a waiting delivery is a few hundred bytes; its lease outlasts the wait).
  */
 const MAX_WAITING = 192;
+/**
+ * Sends in flight to one endpoint (scheme, host and port) at once: a slow endpoint with a backlog gets
+ * this share of the process and the others keep the rest. Its surplus waits in the queue, and what
+ * waits too long is let go unsent (the lease rule below) and claimed again later.
+ */
+export const MAX_PER_ENDPOINT = 32;
 const CLAIM_BATCH = 256;
 /** When the pool is nearly full, wait for this much room rather than claim a few rows at a time. */
 const MIN_CLAIM = 64;
+const ROOM_WAIT_MS = 500;
 const FLUSH_BATCH = 500;
 const FLUSH_DELAY_MS = 10;
 /** A lease outlives the attempt's timeout; a crashed worker's deliveries are retried after it ends. */
@@ -31,7 +38,11 @@ export class DeliveryWorker {
   private readonly ctx: AppContext;
   private readonly sender: WebhookSender;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly waiting: { delivery: ClaimedDelivery; leaseUntil: number }[] = [];
+  /** Claimed deliveries waiting for a slot, per endpoint origin, oldest claim first. */
+  private readonly waiting = new Map<string, { delivery: ClaimedDelivery; leaseUntil: number }[]>();
+  private waitingCount = 0;
+  /** Sends in flight per endpoint origin. */
+  private readonly perEndpoint = new Map<string, number>();
   private pending: AttemptRecord[] = [];
   private flushing: Promise<void> = Promise.resolve();
   private flushScheduled = false;
@@ -64,8 +75,13 @@ export class DeliveryWorker {
       this.failure = null;
       throw failure;
     }
-    if (this.free() < MIN_CLAIM) await this.room(MIN_CLAIM);
+    this.pump();
+    if (this.free() < MIN_CLAIM) {
+      await this.room(MIN_CLAIM);
+      this.pump();
+    }
     let room = this.free();
+    if (room <= 0) return 0;
     let started = 0;
     const lease = this.lease();
     const dispatched = await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.outboxBusy);
@@ -85,24 +101,31 @@ export class DeliveryWorker {
 
   /** Deliveries this worker could claim now: send slots plus waiting places not taken. */
   private free(): number {
-    return MAX_IN_FLIGHT + MAX_WAITING - this.inFlight.size - this.waiting.length;
+    return MAX_IN_FLIGHT + MAX_WAITING - this.inFlight.size - this.waitingCount;
   }
 
-  /** Resolves once at least `wanted` slots are free. */
+  /**
+   * Resolves once at least `wanted` slots are free, or after ROOM_WAIT_MS (queued deliveries of a busy
+   * endpoint may have grown too old to keep, which only a pump notices).
+   */
   private room(wanted: number): Promise<void> {
     return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wakeOnRoom = null;
+        resolve();
+      }, ROOM_WAIT_MS);
+      timer.unref();
       this.roomWanted = wanted;
-      this.wakeOnRoom = resolve;
+      this.wakeOnRoom = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
   }
 
   private finished(task: Promise<void>): void {
     this.inFlight.delete(task);
-    // The next queued delivery whose lease still covers a whole attempt; the others are let go.
-    const latestStart = this.ctx.clock().getTime() + this.ctx.config.webhookTimeoutMs;
-    let next = this.waiting.shift();
-    while (next && next.leaseUntil - LEASE_MARGIN_MS / 2 < latestStart) next = this.waiting.shift();
-    if (next) this.send(next.delivery);
+    this.pump();
     if (this.wakeOnRoom && this.free() >= this.roomWanted) {
       const wake = this.wakeOnRoom;
       this.wakeOnRoom = null;
@@ -110,18 +133,57 @@ export class DeliveryWorker {
     }
   }
 
-  private start(delivery: ClaimedDelivery, lease: Lease): void {
-    if (this.inFlight.size < MAX_IN_FLIGHT) this.send(delivery);
-    else this.waiting.push({ delivery, leaseUntil: Date.parse(lease.until) });
+  /**
+   * Starts queued deliveries while there are send slots, skipping those whose endpoint has its share
+   * in flight, and lets go of those whose lease no longer covers a whole attempt.
+   */
+  private pump(): void {
+    if (this.waitingCount === 0) return;
+    const latestStart = this.ctx.clock().getTime() + this.ctx.config.webhookTimeoutMs;
+    for (const [endpoint, queue] of this.waiting) {
+      while (queue.length > 0 && queue[0].leaseUntil - LEASE_MARGIN_MS / 2 < latestStart) {
+        queue.shift();
+        this.waitingCount--;
+      }
+      while (
+        queue.length > 0 &&
+        this.inFlight.size < MAX_IN_FLIGHT &&
+        (this.perEndpoint.get(endpoint) ?? 0) < MAX_PER_ENDPOINT
+      ) {
+        const entry = queue.shift();
+        this.waitingCount--;
+        if (entry) this.send(entry.delivery, endpoint);
+      }
+      if (queue.length === 0) this.waiting.delete(endpoint);
+    }
   }
 
-  private send(delivery: ClaimedDelivery): void {
-    const task = this.attempt(delivery).then(
-      (record) => this.enqueue(record),
-      (error: unknown) => {
-        this.failure = error;
-      },
-    );
+  private start(delivery: ClaimedDelivery, lease: Lease): void {
+    const endpoint = endpointOf(delivery.url);
+    if (this.inFlight.size < MAX_IN_FLIGHT && (this.perEndpoint.get(endpoint) ?? 0) < MAX_PER_ENDPOINT) {
+      this.send(delivery, endpoint);
+    } else {
+      const queue = this.waiting.get(endpoint) ?? [];
+      queue.push({ delivery, leaseUntil: Date.parse(lease.until) });
+      this.waiting.set(endpoint, queue);
+      this.waitingCount++;
+    }
+  }
+
+  private send(delivery: ClaimedDelivery, endpoint: string): void {
+    this.perEndpoint.set(endpoint, (this.perEndpoint.get(endpoint) ?? 0) + 1);
+    const task = this.attempt(delivery)
+      .then(
+        (record) => this.enqueue(record),
+        (error: unknown) => {
+          this.failure = error;
+        },
+      )
+      .finally(() => {
+        const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
+        if (left > 0) this.perEndpoint.set(endpoint, left);
+        else this.perEndpoint.delete(endpoint);
+      });
     this.inFlight.add(task);
     void task.finally(() => this.finished(task));
   }
@@ -206,6 +268,16 @@ export class DeliveryWorker {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     await this.flush();
     this.sender.close();
+  }
+}
+
+/** The origin deliveries to `url` share a limit by; '' for none or one that does not parse. */
+function endpointOf(url: string | null): string {
+  if (url === null) return '';
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '';
   }
 }
 
