@@ -36,7 +36,8 @@ async function whenUsable(page: Page, title: string | RegExp): Promise<{ heading
   const heading = page.locator('#page-title');
   await heading.filter({ hasText: title }).waitFor({ state: 'visible' });
   const headingAt = await page.evaluate(() => performance.now());
-  await page.waitForFunction("document.querySelector('main .loading') === null");
+  // (Locators, never waitForFunction with a string: that is eval'd in the page, which its CSP forbids.)
+  await page.locator('main .loading').first().waitFor({ state: 'detached' });
   const readyAt = await page.evaluate(() => performance.now());
   return { heading: headingAt, ready: readyAt };
 }
@@ -416,7 +417,7 @@ describe('merchant dashboard', () => {
     const deliveries = page.getByRole('region', { name: 'Webhook deliveries' });
     await until('a delivered webhook', async () => {
       await page.getByRole('button', { name: 'Refresh' }).first().click();
-      await page.waitForFunction(`document.querySelector('[aria-busy="true"]') === null`);
+      await page.locator('[aria-busy="true"]').first().waitFor({ state: 'detached' });
       return (await deliveries.getByText('Delivered').count()) > 0;
     });
     const testRow = deliveries.getByRole('row').filter({ hasText: 'webhook.test' });
