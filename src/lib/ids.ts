@@ -10,7 +10,7 @@ const pool = Buffer.alloc(POOL_SIZE);
 let poolOffset = POOL_SIZE;
 
 /** `length` fresh random bytes (a copy: the pool's own bytes are zeroed once handed out). */
-export function secureRandomBytes(length: number): Buffer {
+function secureRandomBytes(length: number): Buffer {
   if (length > POOL_SIZE) return randomBytes(length);
   if (poolOffset + length > POOL_SIZE) {
     randomFillSync(pool);

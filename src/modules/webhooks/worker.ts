@@ -123,8 +123,11 @@ export class DeliveryWorker {
     });
   }
 
-  private finished(task: Promise<void>): void {
+  private finished(task: Promise<void>, endpoint: string): void {
     this.inFlight.delete(task);
+    const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
+    if (left > 0) this.perEndpoint.set(endpoint, left);
+    else this.perEndpoint.delete(endpoint);
     this.pump();
     if (this.wakeOnRoom && this.free() >= this.roomWanted) {
       const wake = this.wakeOnRoom;
@@ -145,11 +148,7 @@ export class DeliveryWorker {
         queue.shift();
         this.waitingCount--;
       }
-      while (
-        queue.length > 0 &&
-        this.inFlight.size < MAX_IN_FLIGHT &&
-        (this.perEndpoint.get(endpoint) ?? 0) < MAX_PER_ENDPOINT
-      ) {
+      while (queue.length > 0 && this.canSend(endpoint)) {
         const entry = queue.shift();
         this.waitingCount--;
         if (entry) this.send(entry.delivery, endpoint);
@@ -160,9 +159,8 @@ export class DeliveryWorker {
 
   private start(delivery: ClaimedDelivery, lease: Lease): void {
     const endpoint = endpointOf(delivery.url);
-    if (this.inFlight.size < MAX_IN_FLIGHT && (this.perEndpoint.get(endpoint) ?? 0) < MAX_PER_ENDPOINT) {
-      this.send(delivery, endpoint);
-    } else {
+    if (this.canSend(endpoint)) this.send(delivery, endpoint);
+    else {
       const queue = this.waiting.get(endpoint) ?? [];
       queue.push({ delivery, leaseUntil: Date.parse(lease.until) });
       this.waiting.set(endpoint, queue);
@@ -170,22 +168,21 @@ export class DeliveryWorker {
     }
   }
 
+  /** A send slot is free, and the endpoint is below its share. */
+  private canSend(endpoint: string): boolean {
+    return this.inFlight.size < MAX_IN_FLIGHT && (this.perEndpoint.get(endpoint) ?? 0) < MAX_PER_ENDPOINT;
+  }
+
   private send(delivery: ClaimedDelivery, endpoint: string): void {
     this.perEndpoint.set(endpoint, (this.perEndpoint.get(endpoint) ?? 0) + 1);
-    const task = this.attempt(delivery)
-      .then(
-        (record) => this.enqueue(record),
-        (error: unknown) => {
-          this.failure = error;
-        },
-      )
-      .finally(() => {
-        const left = (this.perEndpoint.get(endpoint) ?? 1) - 1;
-        if (left > 0) this.perEndpoint.set(endpoint, left);
-        else this.perEndpoint.delete(endpoint);
-      });
+    const task = this.attempt(delivery).then(
+      (record) => this.enqueue(record),
+      (error: unknown) => {
+        this.failure = error;
+      },
+    );
     this.inFlight.add(task);
-    void task.finally(() => this.finished(task));
+    void task.finally(() => this.finished(task, endpoint));
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<AttemptRecord> {
