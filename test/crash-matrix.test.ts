@@ -12,7 +12,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +27,7 @@ import { createContext } from '../src/context.ts';
 import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
 import { createMerchant } from '../src/modules/organizations/service.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
-import { DB_KIND, testEnv } from './helpers/server.ts';
+import { DB_KIND, freePort, testEnv } from './helpers/server.ts';
 import { header, type Receiver, startReceiver } from './webhooks-helpers.ts';
 
 const LONG = process.env.KASSA_CRASH_LONG === '1';
@@ -43,15 +42,6 @@ const SUCCEEDS = '4242424242424242';
 /** Short, so a retry takes over the key of a request that died with the server within the run. */
 const IDEMPOTENCY_LOCK_MS = 900;
 const DECLINED = '4000000000000002';
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const address = probe.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 /** The service child: started, killed and restarted on the same database. */
 class ServiceUnderTest {

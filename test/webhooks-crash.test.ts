@@ -2,7 +2,6 @@
 // every event still reaches the receiver (at least once) with a valid signature.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
 import { verify } from '@octokit/webhooks-methods';
 import { loadConfig } from '../src/config.ts';
@@ -10,17 +9,8 @@ import { createContext } from '../src/context.ts';
 import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
 import { createMerchant } from '../src/modules/organizations/service.ts';
-import { call, testEnv } from './helpers/server.ts';
+import { call, freePort, testEnv } from './helpers/server.ts';
 import { header, type Receiver, startReceiver, waitUntil } from './webhooks-helpers.ts';
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const address = probe.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 let env: Record<string, string>;
 let cleanup: () => Promise<void>;

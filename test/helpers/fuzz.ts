@@ -6,6 +6,7 @@ import http from 'node:http';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../../src/db/database.ts';
+import { type CallOptions, requestParts } from './server.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Raw HTTP
@@ -96,16 +97,9 @@ export async function jsonCall<T = Record<string, unknown>>(
   baseUrl: string,
   method: string,
   path: string,
-  options: { token?: string; apiKey?: string; body?: unknown; headers?: Record<string, string> } = {},
+  options: CallOptions = {},
 ): Promise<JsonAnswer<T>> {
-  const headers: Record<string, string> = { ...options.headers };
-  if (options.token) headers.authorization = `Token ${options.token}`;
-  if (options.apiKey) headers.authorization = `Api-Key ${options.apiKey}`;
-  let body: string | undefined;
-  if (options.body !== undefined) {
-    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
-    headers['content-type'] ??= 'application/json';
-  }
+  const { headers, body } = requestParts(options);
   const response = await rawRequest(baseUrl, { method, path, headers, body });
   let parsed: unknown = null;
   try {

@@ -1,6 +1,7 @@
 // Starts the real service on a loopback port for a test: a fresh SQLite file, or (with
 // KASSA_TEST_DATABASE_URL) a fresh PostgreSQL schema of its own, dropped at the end.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -109,13 +110,11 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-/** One HTTP call as a merchant's code would make it; /api answers are checked against the OpenAPI document. */
-export async function call<T = Record<string, unknown>>(
-  server: { url: string },
-  method: string,
-  path: string,
-  options: CallOptions = {},
-): Promise<ApiResponse<T>> {
+/** The headers and body a call sends: the credential, and a JSON body (a string is sent as it is). */
+export function requestParts(options: CallOptions): {
+  headers: Record<string, string>;
+  body: string | undefined;
+} {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Token ${options.token}`;
   if (options.apiKey) headers.authorization = `Api-Key ${options.apiKey}`;
@@ -124,6 +123,27 @@ export async function call<T = Record<string, unknown>>(
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
+  return { headers, body };
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (for a child service that must keep its port across restarts). */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+/** One HTTP call as a merchant's code would make it; /api answers are checked against the OpenAPI document. */
+export async function call<T = Record<string, unknown>>(
+  server: { url: string },
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<ApiResponse<T>> {
+  const { headers, body } = requestParts(options);
   const response = await fetch(server.url + path, { method, headers, body });
   const text = await response.text();
   let parsed: unknown = null;
