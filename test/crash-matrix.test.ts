@@ -26,6 +26,7 @@ import { loadConfig } from '../src/config.ts';
 import { createContext } from '../src/context.ts';
 import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
 import { createMerchant } from '../src/modules/organizations/service.ts';
+import type { PaymentStatus } from '../src/modules/payments/table.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
 import { DB_KIND, freePort, testEnv } from './helpers/server.ts';
 import { header, type Receiver, startReceiver } from './webhooks-helpers.ts';
@@ -118,15 +119,6 @@ interface Answer {
   status: number;
   body: Record<string, unknown>;
 }
-
-type PaymentStatus =
-  | 'processing'
-  | 'pending'
-  | 'paid'
-  | 'failed'
-  | 'canceled'
-  | 'refund_pending'
-  | 'refunded';
 
 /** Where a payment may go from each status: an acknowledged status may only be followed by these. */
 const REACHABLE: Record<PaymentStatus, PaymentStatus[]> = {

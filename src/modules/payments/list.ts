@@ -17,17 +17,8 @@ import {
 import type { Environment } from '../api-keys/table.ts';
 import { presentDashboardPayment } from './present.ts';
 import * as store from './store.ts';
-import type { PaymentStatus } from './table.ts';
+import { PAYMENT_STATUSES } from './table.ts';
 
-const STATUSES: readonly PaymentStatus[] = [
-  'processing',
-  'pending',
-  'paid',
-  'failed',
-  'canceled',
-  'refund_pending',
-  'refunded',
-];
 const ORDERINGS = ['created_at', 'amount', 'status'] as const;
 const COLUMNS = { created_at: 'created_at', amount: 'gross', status: 'status' } as const;
 
@@ -36,7 +27,7 @@ export function parseListQuery(query: Query) {
   const ordering = orderingParam(query, ORDERINGS, '-created_at');
   return {
     environment: choiceParam<Environment>(query, 'environment', ['production', 'sandbox']) ?? 'production',
-    status: choiceParam(query, 'status', STATUSES),
+    status: choiceParam(query, 'status', PAYMENT_STATUSES),
     currency: choiceParam(query, 'currency', ['USD', 'EUR']),
     createdFrom: isoParam(query, 'created_at__gte'),
     createdTo: isoParam(query, 'created_at__lte'),

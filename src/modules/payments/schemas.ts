@@ -2,16 +2,9 @@
 // dashboard's view of a payment. They document the API; the e2e suite checks every response against them.
 import { Type } from 'typebox';
 import { Currency, Environment, Money, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import { PAYMENT_STATUSES } from './table.ts';
 
-export const PaymentStatus = Type.Enum([
-  'processing',
-  'pending',
-  'paid',
-  'failed',
-  'canceled',
-  'refund_pending',
-  'refunded',
-]);
+export const PaymentStatus = Type.Enum(PAYMENT_STATUSES);
 
 const depositAttemptFields = {
   status: Type.String({ description: 'For example succeeded, requires_payment_method, failed.' }),

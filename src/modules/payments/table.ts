@@ -2,14 +2,18 @@
 import type { Generated, Selectable } from 'kysely';
 import type { Environment } from '../api-keys/table.ts';
 
-export type PaymentStatus =
-  | 'processing'
-  | 'pending'
-  | 'paid'
-  | 'failed'
-  | 'canceled'
-  | 'refund_pending'
-  | 'refunded';
+/** Every payment status, in the order of the interface (also the schema's enum and the list filter). */
+export const PAYMENT_STATUSES = [
+  'processing',
+  'pending',
+  'paid',
+  'failed',
+  'canceled',
+  'refund_pending',
+  'refunded',
+] as const;
+
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
 export interface PaymentsTable {
   id: Generated<number>;
