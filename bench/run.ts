@@ -34,7 +34,7 @@ import {
 } from './processes.ts';
 import { summarizeProfile } from './profile.ts';
 import { startReceiverProcess } from './receiver.ts';
-import { SCENARIOS, type ScenarioResult, WEBHOOK_RATE } from './scenarios.ts';
+import { requestRow, SCENARIOS, type ScenarioResult, WEBHOOK_RATE } from './scenarios.ts';
 import {
   createBenchDatabase,
   createMerchantWithCli,
@@ -112,16 +112,10 @@ async function benchBare(rows: Row[]): Promise<Bare> {
     const cpuBefore = cpuSeconds(child.process.pid);
     const result = summarize(await autocannon(url, request, SECONDS, CONNECTIONS), request);
     const cpuAfter = cpuSeconds(child.process.pid);
-    const measured: ScenarioResult = {
-      unit: 'req/s',
-      rate: result.requestsPerS,
-      requestsPerS: result.requestsPerS,
-      p50Ms: result.p50Ms,
-      p99Ms: result.p99Ms,
-      total: result.total,
-      failed: result.failed,
-      serviceCpuS: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
-    };
+    const measured = requestRow(
+      result,
+      cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+    );
     const cost = cpuCost(measured);
     rows.push({
       database: '-',

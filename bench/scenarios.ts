@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { autocannon, type BenchRequest, summarize } from './autocannon.ts';
+import { autocannon, type BenchRequest, type LoadResult, summarize } from './autocannon.ts';
 import type { DriverConfig, DriverResult } from './driver.ts';
 import { runNode, sleep } from './processes.ts';
 import { CHECKOUT_BODY, type MerchantAccess, makePayment } from './service.ts';
@@ -96,7 +96,11 @@ async function autocannonScenario(context: ScenarioContext, request: BenchReques
   const [raw, serviceCpuS] = await timed(context, () =>
     autocannon(context.url, request, context.seconds, context.connections),
   );
-  const result = summarize(raw, request);
+  return requestRow(summarize(raw, request), serviceCpuS);
+}
+
+/** A table row for an autocannon measurement (its rate is requests per second). */
+export function requestRow(result: LoadResult, serviceCpuS: number | null): ScenarioResult {
   return {
     serviceCpuS,
     unit: 'req/s',
