@@ -44,22 +44,19 @@ function noDeliveryRefersToEvent(eb: ExpressionBuilder<Database, 'events'>) {
 }
 
 async function pruneEvents(db: Executor, cutoff: string): Promise<number> {
-  const rows = await db
-    .selectFrom('events')
-    .select('id')
-    .where('created_at', '<', cutoff)
-    .where('dispatched_at', 'is not', null)
-    .where(noDeliveryRefersToEvent)
-    .orderBy('created_at')
-    .limit(BATCH)
-    .execute();
-  const ids = rows.map((row) => row.id);
-  if (ids.length === 0) return 0;
-  // A delivery made for one of them since the select (a redelivery) keeps it: the check runs again here.
+  // One statement: the batch is chosen and deleted together, so a redelivery made meanwhile keeps its event.
   const result = await db
     .deleteFrom('events')
-    .where('id', 'in', ids)
-    .where(noDeliveryRefersToEvent)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('events')
+        .select('id')
+        .where('created_at', '<', cutoff)
+        .where('dispatched_at', 'is not', null)
+        .where(noDeliveryRefersToEvent)
+        .orderBy('created_at')
+        .limit(BATCH),
+    )
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
