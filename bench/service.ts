@@ -46,6 +46,9 @@ export function createBenchDatabase(kind: DatabaseKind, pgUrl: string): BenchDat
     // One client hammering one key from one address: the limits would measure only 429s.
     KASSA_RATE_LIMIT_API_KEY: '1000000000',
     KASSA_RATE_LIMIT_PUBLIC: '1000000000',
+    KASSA_RATE_LIMIT_DECLINES_PER_ADDRESS: '1000000000',
+    // The webhook receiver runs on loopback, which the SSRF guard refuses by default.
+    KASSA_WEBHOOK_ALLOW_PRIVATE: 'true',
     ...(kind === 'postgres' ? { DATABASE_URL: pgUrl, KASSA_DB_SCHEMA: schema } : {}),
   };
   return {

@@ -4,8 +4,11 @@
 //   node scripts/build-web.ts              build now
 //   node scripts/build-web.ts --if-stale   skip when the sources have not changed since the last build
 //
-// `npm install` runs it with --if-stale (postinstall), so `npm install && npm start` serves a built
-// dashboard. Installed without dev dependencies there is no Vite: it says so and exits 0.
+// `npm run build` runs it; `npm start` runs it with --if-stale first (prestart), so `npm install &&
+// npm start` serves a built dashboard. Vite and React are dependencies, not dev dependencies, so a
+// production install (`npm ci --omit=dev && npm run build`) builds it too; nothing builds at install
+// time. Without Vite (an image that copied the built files and left the build tools out) it says so
+// and exits 0.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -102,8 +105,8 @@ export async function buildDashboard(options: { ifStale?: boolean } = {}): Promi
       built: false,
       files: [],
       message:
-        'kassa: dashboard not built: Vite is not installed (dev dependencies omitted). ' +
-        '/dashboard/ shows a notice until `npm run build:web` runs with dev dependencies installed.',
+        'kassa: dashboard not built: Vite is not installed. ' +
+        '/dashboard/ shows a notice until `npm run build` runs.',
     };
   }
   const { build } = await import('vite');

@@ -8,20 +8,28 @@ import { apiKeyAuth } from './http/auth.ts';
 import { clientError, frameworkError, registerErrorHandling, ValidationError } from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { addSecurityHeaders } from './http/security-headers.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from './http/types.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
+import { auditRoutes } from './modules/audit/routes.ts';
 import { authRoutes } from './modules/auth/routes.ts';
 import { checkoutApiRoutes, checkoutPublicRoutes } from './modules/checkout/routes.ts';
 import { dashboardWebRoutes } from './modules/dashboard-web/routes.ts';
+import { devMailRoutes } from './modules/dev-mail/routes.ts';
+import { docsSiteRoutes } from './modules/docs-site/routes.ts';
 import { eventRoutes } from './modules/events/routes.ts';
+import { exportRoutes } from './modules/exports/routes.ts';
 import { recordIdempotentResponse } from './modules/idempotency/service.ts';
+import { memberRoutes } from './modules/members/routes.ts';
 import { organizationRoutes } from './modules/organizations/routes.ts';
 import { pageRoutes } from './modules/pages/routes.ts';
 import { paymentLinkRoutes } from './modules/payment-links/routes.ts';
+import { providerRoutes } from './modules/payments/provider-routes.ts';
 import { paymentApiRoutes, paymentSessionRoutes, providerWebhookRoutes } from './modules/payments/routes.ts';
 import { payoutRoutes } from './modules/payouts/routes.ts';
 import { productRoutes } from './modules/products/routes.ts';
 import { refundApiRoutes, refundSessionRoutes } from './modules/refunds/routes.ts';
+import { searchRoutes } from './modules/search/routes.ts';
 import { walletRoutes } from './modules/wallet/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 
@@ -34,6 +42,8 @@ declare module 'fastify' {
 /** Dashboard-session and public endpoints, under /api. */
 const SESSION_AND_PUBLIC_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [
   authRoutes,
+  memberRoutes,
+  auditRoutes,
   organizationRoutes,
   eventRoutes,
   apiKeyRoutes,
@@ -46,6 +56,10 @@ const SESSION_AND_PUBLIC_ROUTES: ((app: App, options: RouteOptions) => Promise<v
   checkoutPublicRoutes,
   paymentSessionRoutes,
   providerWebhookRoutes,
+  exportRoutes,
+  searchRoutes,
+  devMailRoutes,
+  providerRoutes,
 ];
 
 /** API-key endpoints, registered under /api (production keys) and /sandbox/api (sandbox keys). */
@@ -55,8 +69,12 @@ const API_KEY_ROUTES: ((app: App, options: ApiKeyRouteOptions) => Promise<void>)
   paymentApiRoutes,
 ];
 
-/** HTML pages and static assets at the root (/checkout/{token}, /pay/{id}, /dashboard/). */
-const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [dashboardWebRoutes, pageRoutes];
+/** HTML pages and static assets at the root (/checkout/{token}, /pay/{id}, /dashboard/, /docs, /). */
+const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [
+  dashboardWebRoutes,
+  pageRoutes,
+  docsSiteRoutes,
+];
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -78,6 +96,11 @@ function holdsNul(value: unknown): boolean {
     }
   }
   return false;
+}
+
+/** KASSA_TRUST_PROXY as Fastify takes it: a hop count is "trust the n nearest hops" (proxy-addr's rule). */
+function trustProxyOption(trust: AppContext['config']['trustProxy']) {
+  return typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust;
 }
 
 export async function buildApp(ctx: AppContext): Promise<App> {
@@ -108,7 +131,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
-    trustProxy: ctx.config.trustProxy,
+    trustProxy: trustProxyOption(ctx.config.trustProxy),
     bodyLimit: ctx.config.bodyLimit,
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 200 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
@@ -162,6 +185,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     reply.header('x-content-type-options', 'nosniff');
+    addSecurityHeaders(ctx, request, reply);
     if (request.url.startsWith('/api/') || request.url.startsWith('/sandbox/api/'))
       reply.header('cache-control', 'no-store');
     done(null, payload);

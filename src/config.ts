@@ -1,8 +1,10 @@
 // Configuration: environment variables → one typed, validated object. A bad value stops the start
 // with a message naming the variable.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
+import { ensurePrivateDir } from './db/private-files.ts';
 import { parseRate } from './lib/money.ts';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
@@ -17,6 +19,8 @@ export interface RateLimitConfig {
   /** Refund verification codes mailed per dashboard user per window. */
   verificationCodes: number;
   verificationCodeWindowMs: number;
+  /** Declined card attempts per client address per hour, across checkouts (card testing); over it → 429. */
+  declinesPerAddress: number;
 }
 
 export interface Config {
@@ -29,7 +33,8 @@ export interface Config {
     | { kind: 'sqlite'; file: string }
     | { kind: 'postgres'; url: string; schema: string | null; poolSize: number };
   secretKey: Buffer;
-  provider: 'simulator';
+  /** Production's provider; the sandbox always uses the simulator. */
+  provider: 'simulator' | 'stripe';
   fxEurUsd: bigint;
   checkoutTtlS: number;
   simSettleDelayMs: number;
@@ -47,8 +52,36 @@ export interface Config {
   mailFrom: string;
   logLevel: string;
   rateLimits: RateLimitConfig;
-  trustProxy: boolean;
+  /** false, a hop count, or the addresses/CIDRs of the proxies whose X-Forwarded-For is believed. */
+  trustProxy: false | number | string[];
   bodyLimit: number;
+  /** Webhook endpoints on loopback/private/reserved addresses allowed (development and tests only). */
+  webhookAllowPrivate: boolean;
+  /** How long a checkout started from a payment link stays open (its use is reserved meanwhile). */
+  linkCheckoutTtlS: number;
+  /** Which variable set the port (KASSA_PORT or PORT), for the message when the port is taken. */
+  portVariable: 'KASSA_PORT' | 'PORT';
+  /** Whether KASSA_PUBLIC_URL was given; when not, a server started on port 0 points it at the port it got. */
+  publicUrlExplicit: boolean;
+  /** KASSA_ALLOW_SIMULATOR: production may run on the simulator (its payments are marked simulated). */
+  allowSimulator: boolean;
+  stripe: StripeConfig;
+  /** Tests only: the simulator records a successful charge and then fails to answer. */
+  simFault: 'timeout_after_success' | null;
+  /** How long one provider call may take before its outcome is unknown. */
+  providerTimeoutMs: number;
+  /** When the reconciler reads an unknown provider call again, counted from the call; then it flags it. */
+  reconcileScheduleMs: number[];
+  /** Tests only (KASSA_ENV=test): SIGKILL the process at this point of a provider call. */
+  testCrashAt: 'operation-recorded' | 'provider-answered' | null;
+}
+
+export interface StripeConfig {
+  secretKey: string | null;
+  publishableKey: string | null;
+  webhookSecret: string | null;
+  /** https://api.stripe.com, or another URL the SDK is pointed at (protocol, host, port). */
+  apiUrl: string;
 }
 
 export class ConfigError extends Error {}
@@ -82,6 +115,10 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
+function optionalOneOf<T extends string>(env: Env, name: string, values: readonly T[]): T | null {
+  return env[name] ? oneOf(env, name, values, values[0]) : null;
+}
+
 function url(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   try {
@@ -103,8 +140,8 @@ function secretKey(env: Env, dataDir: string): Buffer {
     return key;
   }
   const file = join(dataDir, 'secret.key');
+  ensurePrivateDir(dataDir);
   if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-  mkdirSync(dataDir, { recursive: true });
   const key = randomBytes(32);
   writeFileSync(file, key.toString('hex'), { mode: 0o600, flag: 'wx' });
   return key;
@@ -120,8 +157,59 @@ function schedule(env: Env, name: string, fallback: number[]): number[] {
   return parts.map(Number);
 }
 
+const PROXY_KEYWORDS = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * KASSA_TRUST_PROXY: unset or false trusts no proxy; a whole number is how many proxies stand in front
+ * (the client is the address the outermost of them saw); otherwise a comma-separated list of proxy
+ * addresses or CIDRs. `true` is refused: it would believe any X-Forwarded-For a client sends.
+ */
+function trustProxy(env: Env): false | number | string[] {
+  const raw = env.KASSA_TRUST_PROXY?.trim();
+  if (!raw || /^(0|false|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) {
+    throw new ConfigError(
+      'KASSA_TRUST_PROXY=true would trust any X-Forwarded-For a client sends; give the hop count (the number of proxies in front of Kassa) or their addresses/CIDRs, comma-separated.',
+    );
+  }
+  if (/^\d+$/.test(raw)) return int(env, 'KASSA_TRUST_PROXY', 0, 1, 16);
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address, prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const maxPrefix = family === 6 ? 128 : 32;
+    const validPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= maxPrefix);
+    if (!PROXY_KEYWORDS.has(entry) && (family === 0 || !validPrefix || extra !== undefined)) {
+      throw new ConfigError(
+        `KASSA_TRUST_PROXY must be a hop count or a comma-separated list of proxy addresses/CIDRs; "${entry}" is neither.`,
+      );
+    }
+  }
+  return entries;
+}
+
 /** Retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h: 8 attempts in all. */
+/** Reads of an unknown provider call: 1 min, 5 min, 1 h, 6 h, 20 h after it; then it is flagged for review. */
+export const DEFAULT_RECONCILE_SCHEDULE_MS = [60, 300, 3600, 21600, 72000].map((s) => s * 1000);
+
+function optional(env: Env, name: string, prefixes: string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!prefixes.some((prefix) => raw.startsWith(prefix))) {
+    throw new ConfigError(`${name} must start with ${prefixes.join(' or ')}.`);
+  }
+  return raw;
+}
+
 export const DEFAULT_RETRY_SCHEDULE_MS = [5, 300, 1800, 7200, 18000, 36000, 36000].map((s) => s * 1000);
+
+function simFault(env: Env, environment: Config['env']): Config['simFault'] {
+  const fault = optionalOneOf(env, 'KASSA_SIM_FAULT', ['timeout_after_success'] as const);
+  if (fault !== null && environment === 'production') {
+    throw new ConfigError('KASSA_SIM_FAULT is for tests only and may not be set with KASSA_ENV=production.');
+  }
+  return fault;
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.KASSA_DATA_DIR || './data');
@@ -151,15 +239,19 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`KASSA_FX_EUR_USD must be a positive decimal rate, got "${env.KASSA_FX_EUR_USD}".`);
   }
   const environment = oneOf(env, 'KASSA_ENV', ['development', 'production', 'test'] as const, 'development');
+  // KASSA_PORT/KASSA_HOST win; PORT/HOST (what platforms such as Heroku or Render set) apply when they
+  // are unset. The public URL follows the port unless it is given.
+  const portVariable = env.KASSA_PORT ? 'KASSA_PORT' : env.PORT ? 'PORT' : 'KASSA_PORT';
+  const port = int(env, portVariable, 3000, 0, 65535);
   return {
     env: environment,
-    host: env.KASSA_HOST || '0.0.0.0',
-    port: int(env, 'KASSA_PORT', 3000, 0, 65535),
-    publicUrl: url(env, 'KASSA_PUBLIC_URL', 'http://localhost:3000'),
+    host: env.KASSA_HOST || env.HOST || '0.0.0.0',
+    port,
+    publicUrl: url(env, 'KASSA_PUBLIC_URL', `http://localhost:${port}`),
     dataDir,
     database,
     secretKey: secretKey(env, dataDir),
-    provider: oneOf(env, 'KASSA_PROVIDER', ['simulator'] as const, 'simulator'),
+    provider: oneOf(env, 'KASSA_PROVIDER', ['simulator', 'stripe'] as const, 'simulator'),
     fxEurUsd,
     checkoutTtlS: int(env, 'KASSA_CHECKOUT_TTL_S', 86400, 1),
     simSettleDelayMs: int(env, 'KASSA_SIM_SETTLE_DELAY_MS', 30000),
@@ -188,8 +280,27 @@ export function loadConfig(env: Env = process.env): Config {
       loginWindowMs: int(env, 'KASSA_RATE_LIMIT_LOGIN_WINDOW_MS', 900000, 1),
       verificationCodes: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES', 10, 1),
       verificationCodeWindowMs: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES_WINDOW_MS', 3600000, 1),
+      declinesPerAddress: int(env, 'KASSA_RATE_LIMIT_DECLINES_PER_ADDRESS', 20, 1),
     },
-    trustProxy: bool(env, 'KASSA_TRUST_PROXY', false),
+    trustProxy: trustProxy(env),
     bodyLimit: int(env, 'KASSA_BODY_LIMIT', 1024 * 1024, 1024),
+    webhookAllowPrivate: bool(env, 'KASSA_WEBHOOK_ALLOW_PRIVATE', false),
+    linkCheckoutTtlS: int(env, 'KASSA_LINK_CHECKOUT_TTL_S', 1800, 1),
+    portVariable,
+    publicUrlExplicit: Boolean(env.KASSA_PUBLIC_URL),
+    allowSimulator: bool(env, 'KASSA_ALLOW_SIMULATOR', false),
+    stripe: {
+      secretKey: optional(env, 'KASSA_STRIPE_SECRET_KEY', ['sk_', 'rk_']),
+      publishableKey: optional(env, 'KASSA_STRIPE_PUBLISHABLE_KEY', ['pk_']),
+      webhookSecret: optional(env, 'KASSA_STRIPE_WEBHOOK_SECRET', ['whsec_']),
+      apiUrl: url(env, 'KASSA_STRIPE_API_URL', 'https://api.stripe.com'),
+    },
+    simFault: simFault(env, environment),
+    providerTimeoutMs: int(env, 'KASSA_PROVIDER_TIMEOUT_MS', 30000, 100, 600000),
+    reconcileScheduleMs: schedule(env, 'KASSA_RECONCILE_SCHEDULE_MS', DEFAULT_RECONCILE_SCHEDULE_MS),
+    testCrashAt:
+      environment === 'test'
+        ? optionalOneOf(env, 'KASSA_TEST_CRASH_AT', ['operation-recorded', 'provider-answered'] as const)
+        : null,
   };
 }

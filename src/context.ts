@@ -4,8 +4,7 @@ import type { Config, DatabaseKind } from './config.ts';
 import type { DbHandle } from './db/connection.ts';
 import type { Database } from './db/database.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
-import { createProvider } from './provider/index.ts';
-import type { PaymentProvider } from './provider/types.ts';
+import { createProviders, type Providers } from './provider/index.ts';
 
 export type Clock = () => Date;
 
@@ -14,7 +13,7 @@ export interface AppContext {
   db: Kysely<Database>;
   dbKind: DatabaseKind;
   clock: Clock;
-  provider: PaymentProvider;
+  providers: Providers;
   mailer: Mailer;
 }
 
@@ -25,7 +24,7 @@ export function createContext(config: Config, handle: DbHandle, clock: Clock = (
     dbKind: handle.kind,
     clock,
     // The provider reads the clock through the context, so a test that swaps ctx.clock moves both.
-    provider: createProvider(config, handle.db, () => ctx.clock()),
+    providers: createProviders(config, handle.db, () => ctx.clock()),
     mailer: createMailer(config),
   };
   return ctx;

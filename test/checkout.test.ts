@@ -109,7 +109,8 @@ describe('the hosted checkout with test cards (production)', () => {
       assert.equal(declined.body.payment_status, 'processing');
       const attempt = declined.body.attempt as Json;
       assert.equal(attempt.status, 'requires_payment_method');
-      assert.equal(attempt.errorMessage, message);
+      // The customer is told one generic message (card testing); the merchant's API keeps the reason.
+      assert.equal(attempt.errorMessage, 'Your card was declined.');
       let events = await eventsOf(server, checkout.checkout_id);
       assert.deepEqual(
         events.map((event) => [event.status, attemptsOf(event).length]),
@@ -143,7 +144,11 @@ describe('the hosted checkout with test cards (production)', () => {
     const response = await call<Json>(server, 'POST', `/api/checkout/${checkout.token}/pay/`, {
       body: { ...card(CARDS.success), exp_month: 1, exp_year: 2020 },
     });
-    assert.equal((response.body.attempt as Json).errorMessage, 'Your card has expired.');
+    assert.equal((response.body.attempt as Json).errorMessage, 'Your card was declined.');
+    const api = await call<Json>(server, 'GET', `/api/transactions/${response.body.transaction_id}/`, {
+      apiKey: key,
+    });
+    assert.equal((api.body.depositAttempts as Json[])[0].errorMessage, 'Your card has expired.');
   });
 
   test('0119 fails the payment for good: failed, a failed attempt, no more attempts (410)', async () => {
@@ -153,7 +158,14 @@ describe('the hosted checkout with test cards (production)', () => {
     assert.equal(failed.body.payment_status, 'failed');
     assert.equal(failed.body.redirect_url, URLS.failedUrl);
     assert.equal((failed.body.attempt as Json).status, 'failed');
-    assert.equal((failed.body.attempt as Json).errorMessage, 'An error occurred while processing your card.');
+    assert.equal((failed.body.attempt as Json).errorMessage, 'Your card was declined.');
+    const api = await call<Json>(server, 'GET', `/api/transactions/${failed.body.transaction_id}/`, {
+      apiKey: key,
+    });
+    assert.equal(
+      (api.body.depositAttempts as Json[])[0].errorMessage,
+      'An error occurred while processing your card.',
+    );
     const events = await eventsOf(server, checkout.checkout_id);
     assert.deepEqual(
       events.map((event) => event.status),
@@ -404,16 +416,17 @@ describe('the public checkout endpoints are rate limited per address and checkou
   after(() => server.close());
 
   test('past the limit a caller gets 429 with Retry-After and RateLimit headers', async () => {
-    const token = 'B'.repeat(43);
+    const apiKey = await createTestKey(server, await createTestMerchant(server, 'Limited Shop'));
+    const [first, second] = [await createCheckout(server, apiKey), await createCheckout(server, apiKey)];
     for (let i = 0; i < 3; i += 1)
-      assert.equal((await call(server, 'GET', `/api/checkout/${token}/`)).status, 404);
-    const limited = await call<Json>(server, 'POST', `/api/checkout/${token}/pay/`, { body: card() });
+      assert.equal((await call(server, 'GET', `/api/checkout/${first.token}/`)).status, 200);
+    const limited = await call<Json>(server, 'POST', `/api/checkout/${first.token}/pay/`, { body: card() });
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) > 0);
     assert.equal(limited.headers.get('ratelimit-limit'), '3');
     assert.equal(typeof limited.body.detail, 'string');
-    assert.equal((await syncStatus(server, token)).status, 429);
+    assert.equal((await syncStatus(server, first.token)).status, 429);
     // Another checkout from the same address has its own window.
-    assert.equal((await call(server, 'GET', `/api/checkout/${'C'.repeat(43)}/`)).status, 404);
+    assert.equal((await call(server, 'GET', `/api/checkout/${second.token}/`)).status, 200);
   });
 });

@@ -1,47 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { commands } from '../src/cli/commands.ts';
+import { kassa } from './helpers/cli.ts';
 import { call, DB_KIND, startTestServer, type TestServer, testEnv } from './helpers/server.ts';
-
-const ROOT = join(import.meta.dirname, '..');
-const NODE = join(ROOT, 'node_modules', '.bin', 'node');
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `kassa <args>` as an operator would, in a child process with only the given configuration. */
-function kassa(args: string[], env: Record<string, string>): Promise<CliResult> {
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('KASSA_') && name !== 'DATABASE_URL'),
-  );
-  const child = spawn(NODE, ['--disable-warning=ExperimentalWarning', 'src/cli/main.ts', ...args], {
-    cwd: ROOT,
-    env: { ...inherited, KASSA_SCRYPT_LOG_N: '14', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 /** Runs the tasks two at a time: the CLI's start-up is CPU-bound and the machine is shared. */
 async function inPairs<T>(tasks: (() => Promise<T>)[]): Promise<T[]> {

@@ -10,13 +10,12 @@
 //
 // KASSA_CRASH_KILLS sets the number of kills (default 50); KASSA_CRASH_LONG=1 makes it 300.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   checkInvariants,
+  checkRefundsInFlight,
   formatInvariants,
   type ReceivedDelivery,
   sha256Hex,
@@ -29,6 +28,7 @@ import { createMerchant } from '../src/modules/organizations/service.ts';
 import type { PaymentStatus } from '../src/modules/payments/table.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
 import { DB_KIND, freePort, testEnv } from './helpers/server.ts';
+import { ServiceUnderTest } from './helpers/service-process.ts';
 import { header, type Receiver, startReceiver } from './webhooks-helpers.ts';
 
 const LONG = process.env.KASSA_CRASH_LONG === '1';
@@ -37,80 +37,11 @@ const KILLS = Number(process.env.KASSA_CRASH_KILLS) || (LONG ? 300 : 50);
 const LANES = 4;
 /** The server runs this long (uniformly random) between its start and its SIGKILL. */
 const ACTIVITY_MS = [300, 800] as const;
-const NODE = join(import.meta.dirname, '..', 'node_modules', '.bin', 'node');
 const CARD = { exp_month: 12, exp_year: 2099, cvc: '123', cardholder_name: 'Ada Lovelace' };
 const SUCCEEDS = '4242424242424242';
 /** Short, so a retry takes over the key of a request that died with the server within the run. */
 const IDEMPOTENCY_LOCK_MS = 900;
 const DECLINED = '4000000000000002';
-
-/** The service child: started, killed and restarted on the same database. */
-class ServiceUnderTest {
-  child: ChildProcess | null = null;
-  kills = 0;
-  readonly startMs: number[] = [];
-  private log = '';
-  private up: Promise<void> = Promise.resolve();
-  private markUp: () => void = () => {};
-
-  private readonly env: Record<string, string>;
-  readonly url: string;
-
-  constructor(env: Record<string, string>, url: string) {
-    this.env = env;
-    this.url = url;
-  }
-
-  async start(): Promise<void> {
-    const startedAt = Date.now();
-    const child = spawn(NODE, ['--disable-warning=ExperimentalWarning', 'src/cli/main.ts', 'serve'], {
-      env: { ...process.env, ...this.env },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    this.child = child;
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        this.log = (this.log + chunk.toString('utf8')).slice(-20_000);
-        if (this.log.includes('kassa: listening on')) {
-          this.log = '';
-          child.stderr?.off('data', onData);
-          child.off('exit', onExit);
-          resolve();
-        }
-      };
-      const onExit = (code: number | null) =>
-        reject(new Error(`the service exited (${code}) before listening:\n${this.log}`));
-      child.stderr?.on('data', onData);
-      child.once('exit', onExit);
-    });
-    // Keep reading stderr so the pipe never fills; keep its tail for a failure message.
-    child.stderr?.on('data', (chunk: Buffer) => {
-      this.log = (this.log + chunk.toString('utf8')).slice(-20_000);
-    });
-    this.startMs.push(Date.now() - startedAt);
-    this.markUp();
-  }
-
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.up = new Promise((resolve) => {
-      this.markUp = resolve;
-    });
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-    this.kills += 1;
-  }
-
-  whenUp(): Promise<void> {
-    return this.up;
-  }
-
-  output(): string {
-    return this.log;
-  }
-}
 
 /** Raised when no answer came back: the server died (or was not up). The outcome is unknown. */
 class NoAnswer extends Error {}
@@ -162,6 +93,9 @@ before(async () => {
     KASSA_WEBHOOK_TIMEOUT_MS: '1000',
     KASSA_WEBHOOK_RETRY_SCHEDULE_MS: '100,200,300,400,500,600,700',
     KASSA_IDEMPOTENCY_LOCK_MS: String(IDEMPOTENCY_LOCK_MS),
+    // Calls whose answer a kill lost are read back within seconds (the decisions' schedule, compressed).
+    KASSA_RECONCILE_SCHEDULE_MS: '400,800,1600,3200,6400',
+    KASSA_PROVIDER_TIMEOUT_MS: '2000',
   }));
   service = new ServiceUnderTest(env, `http://127.0.0.1:${port}`);
 });
@@ -383,11 +317,20 @@ test(`acknowledged changes survive ${KILLS} SIGKILLs of the service, applied onc
   const stop = { stopped: false };
   const lanes = Array.from({ length: LANES }, () => drive(credentials, stop));
   const killLoopStarted = Date.now();
+  // "At most one refund in flight per payment" holds at every moment: checked at each kill, when refunds
+  // are still in flight (after the drain there are none left to count).
+  const inFlightProblems: string[] = [];
+  let paymentsWithRefundInFlight = 0;
   for (let kill = 0; kill < KILLS; kill += 1) {
     await sleep(ACTIVITY_MS[0] + Math.random() * (ACTIVITY_MS[1] - ACTIVITY_MS[0]));
     await service.kill();
+    const inFlight = await checkRefundsInFlight(db);
+    paymentsWithRefundInFlight += inFlight.checked;
+    inFlightProblems.push(...inFlight.problems);
     await service.start();
   }
+  assert.deepEqual(inFlightProblems, []);
+  assert.ok(paymentsWithRefundInFlight > 0, 'no refund was ever in flight at a kill: the check saw nothing');
   const killLoopMs = Date.now() - killLoopStarted;
   // A last stretch of traffic on a server that stays up, then the clients stop.
   await sleep(1000);

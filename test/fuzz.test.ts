@@ -1,8 +1,8 @@
 // Schema-driven fuzzing of every endpoint: the operations of the server's own /api/openapi.json, their
 // /sandbox/api variants, and the public and page routes, called with random and malformed requests by
 // every kind of caller. Whatever is sent: no 5xx; every error is exactly {"detail": "<sentence>"} with
-// an X-Request-Id; a refused request writes nothing (row counts after every refused request, checksums
-// of every row on a sample). Several lanes run at once, each as its own organization, so a lane's
+// an X-Request-Id; every success is what the OpenAPI document describes; a refused request writes nothing
+// (row counts after every refused request, checksums of every row after every refused write). Several lanes run at once, each as its own organization, so a lane's
 // snapshot only moves with its own requests; a passive organization whose ids the lanes try must never
 // change at all. The worker is off, so nothing else writes meanwhile.
 //
@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
+import { checkResponse } from './helpers/conformance.ts';
 import {
   closeRawAgent,
   differences,
@@ -38,8 +39,6 @@ const TOTAL = Number(
   process.env.KASSA_FUZZ_REQUESTS ?? (process.env.KASSA_FUZZ_LONG === '1' ? 100_000 : 10_000),
 );
 const SEED = Number(process.env.KASSA_FUZZ_SEED ?? 20_261_122);
-/** Every Nth request of a lane also compares a checksum of every row (row counts are compared always). */
-const CHECKSUM_EVERY = 4;
 
 interface Stats {
   requests: number;
@@ -107,10 +106,13 @@ interface Lane {
 }
 
 /** One request of a lane: send it, check the answer, and for a refusal check that nothing was written. */
-async function exchange(lane: Lane, plan: RequestPlan, seen: Known, checksum: boolean): Promise<Known> {
+async function exchange(lane: Lane, plan: RequestPlan, seen: Known): Promise<Known> {
   const { server, operations, fixtures, stats, snapshots: db } = lane;
   const organizationId = fixtures.own.organizationId;
   const { request, operation, caller } = materialize(plan, operations, fixtures);
+  // Row counts are compared around every refused request; the checksums of every row (which also see
+  // an update in place) around every refused request that could write: anything but GET and HEAD.
+  const checksum = request.method !== 'GET' && request.method !== 'HEAD';
   const fail = (response: RawResponse | null, problem: string) =>
     describeExchange(lane.index, operation, caller, request, response, problem);
   const timed = async <T>(work: Promise<T>) => {
@@ -143,6 +145,19 @@ async function exchange(lane: Lane, plan: RequestPlan, seen: Known, checksum: bo
   else if (violation) throw fail(response, violation);
   if (response.status < 400) {
     entry.succeeded += 1;
+    // A success must also be what the OpenAPI document promises (the e2e calls check this too).
+    try {
+      await checkResponse(server.url, {
+        method: request.method,
+        path: request.path,
+        status: response.status,
+        contentType: String(response.headers['content-type'] ?? ''),
+        text: response.text,
+        body: parseJson(response.text),
+      });
+    } catch (error) {
+      throw fail(response, (error as Error).message);
+    }
     if (touchesCredentials(operation)) await restoreCredentials(server, fixtures.own);
     return null;
   }
@@ -160,17 +175,23 @@ async function exchange(lane: Lane, plan: RequestPlan, seen: Known, checksum: bo
   return { counts, checksums: null };
 }
 
+function parseJson(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return text;
+  }
+}
+
 /** The organization's rows as last seen, while no request since has succeeded (null: unknown). */
 type Known = { counts: RowCounts; checksums: Record<string, string> | null } | null;
 
 async function runLane(lane: Lane, numRuns: number, replayPath?: string) {
   let known: Known = null;
-  let sent = 0;
   const property = fc.asyncProperty(planArb(lane.operations), async (plan: RequestPlan) => {
     if (lane.stop.failed) return;
-    sent += 1;
     try {
-      known = await exchange(lane, plan, known, sent % CHECKSUM_EVERY === 0);
+      known = await exchange(lane, plan, known);
     } catch (error) {
       if (error instanceof Violation) throw error;
       const operation = lane.operations[plan.operation];
@@ -277,6 +298,8 @@ describe(`fuzzing every endpoint (${DB_KIND})`, () => {
       differences(counts, await rowCounts(snapshots, organizationId)).map((change) => change.split(':')[0]),
       ['events'],
     );
+    // The canary is no real event: left in the feed, the lanes' schema check of GET events would trip on it.
+    await server.ctx.db.deleteFrom('events').where('type', '=', 'canary').execute();
   });
 
   test(`${TOTAL} random and malformed requests: no 5xx, {detail} errors, refused requests write nothing`, async (t) => {

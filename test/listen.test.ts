@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
-import { verifyWebhook } from '../sdk/index.ts';
+import { verifyWebhook } from '../sdk/src/index.ts';
 import { createCheckout } from './helpers/checkout.ts';
 import {
   call,

@@ -22,12 +22,15 @@ const ORGANIZATION_FIELDS = [
   'min_payment',
   'name',
   'price_mode',
+  'redirect_origins',
   'rolling_reserve_days',
   'rolling_reserve_percent',
   'slug',
   'status',
   'tax_rate_percent',
   'telegram',
+  'test_mode_default',
+  'time_zone',
   'updated_at',
   'website',
 ].sort();
@@ -45,6 +48,7 @@ const READ_ONLY: [string, unknown][] = [
   ['rolling_reserve_days', 0],
   ['rolling_reserve_percent', '0.00'],
   ['rolling_reserve_release', true],
+  ['test_mode_default', true],
   ['created_at', '2020-01-01T00:00:00.000Z'],
   ['updated_at', '2020-01-01T00:00:00.000Z'],
 ];

@@ -94,7 +94,6 @@ describe(`public payment links (${DB_KIND})`, () => {
     assert.deepEqual(response.body, {
       id: exclusive,
       merchant: { name: 'Public Shop', website: null },
-      name: 'Public link',
       products: [
         { product_id: shirt, name: 'T-shirt', unit_price: '10.00', quantity: 2, amount: '20.00' },
         { product_id: mug, name: 'Mug', unit_price: '5.00', quantity: 1, amount: '5.00' },
@@ -165,7 +164,7 @@ describe(`public payment links (${DB_KIND})`, () => {
     assert.equal(tooLow.status, 400);
     assert.match(
       tooLow.body.detail as string,
-      /^max_uses: must be at least the number of checkouts already started \(2\)/,
+      /^max_uses: must be at least the number of uses already held \(2: paid payments and open checkouts\)/,
     );
     assert.equal((await patch(id, { max_uses: 2 })).status, 200);
     await assertGone(id, EXHAUSTED, 'exhausted');

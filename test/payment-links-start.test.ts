@@ -1,4 +1,4 @@
-// Starting checkouts from a payment link: the session comes from the snapshot, each start consumes one
+// Starting checkouts from a payment link: the session comes from the snapshot, each start reserves one
 // use atomically (never past max_uses, also under 50 parallel starts), and paid payments feed the stats.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -24,6 +24,12 @@ describe(`starting checkouts from payment links (${DB_KIND})`, () => {
     // On PostgreSQL the concurrent starts also come through a second service instance on the same data.
     if (DB_KIND === 'postgres') servers.push(await startTestServer({ worker: false, shareWith: server }));
     merchant = await createTestMerchant(server, 'Start Shop');
+    // Return URLs sent to a public start must be on the organization's redirect_origins.
+    const origins = await call(server, 'PATCH', '/api/organization/', {
+      token: merchant.token,
+      body: { redirect_origins: ['https://shop.test'] },
+    });
+    assert.equal(origins.status, 200, origins.text);
   });
   after(async () => {
     for (const instance of [...servers].reverse()) await instance.close();

@@ -39,13 +39,16 @@ describe('the simulator as a refund provider', () => {
     environment = 'sandbox',
   ) {
     reference += 1;
-    return server.ctx.provider.createRefund({
+    return server.ctx.providers.simulator.createRefund({
+      idempotencyKey: `kassa-refund-RFtest${reference}`,
       reference: `RFtest${reference}`,
       environment: environment as 'sandbox' | 'production',
       providerPaymentId,
       amountMinor: amount,
+      basisAmountMinor: amount,
       currency: 'USD',
       reason,
+      metadata: {},
     });
   }
 
@@ -54,14 +57,23 @@ describe('the simulator as a refund provider', () => {
     const id = payment.provider_payment_id as string;
     const first = await refund(id, 2000n);
     assert.equal(first.status, 'processing');
-    assert.equal((await server.ctx.provider.getRefund(first.providerRefundId))?.status, 'processing');
+    assert.equal(
+      (await server.ctx.providers.simulator.getRefund(first.providerRefundId))?.status,
+      'processing',
+    );
     offsetMs += REFUND_DELAY_MS;
-    assert.equal((await server.ctx.provider.getRefund(first.providerRefundId))?.status, 'completed');
-    assert.equal((await server.ctx.provider.getPayment(id))?.refundState, 'PARTIAL_REFUNDED');
+    assert.equal(
+      (await server.ctx.providers.simulator.getRefund(first.providerRefundId))?.status,
+      'completed',
+    );
+    assert.equal((await server.ctx.providers.simulator.getPayment(id))?.refundState, 'PARTIAL_REFUNDED');
     const rest = await refund(id, 3000n);
     offsetMs += REFUND_DELAY_MS;
-    assert.equal((await server.ctx.provider.getRefund(rest.providerRefundId))?.status, 'completed');
-    assert.equal((await server.ctx.provider.getPayment(id))?.refundState, 'FULLY_REFUNDED');
+    assert.equal(
+      (await server.ctx.providers.simulator.getRefund(rest.providerRefundId))?.status,
+      'completed',
+    );
+    assert.equal((await server.ctx.providers.simulator.getPayment(id))?.refundState, 'FULLY_REFUNDED');
     const tooMuch = await refund(id, 1n);
     assert.deepEqual(
       [tooMuch.status, tooMuch.errorMessage],
@@ -72,16 +84,19 @@ describe('the simulator as a refund provider', () => {
   test('the same reference returns the same refund', async () => {
     const payment = await paidPayment();
     const input = {
+      idempotencyKey: 'kassa-refund-RFsame',
       reference: 'RFsame',
       environment: 'sandbox' as const,
       providerPaymentId: payment.provider_payment_id as string,
       amountMinor: 100n,
+      basisAmountMinor: 100n,
       currency: 'USD',
       reason: 'dup',
+      metadata: {},
     };
     const [a, b] = await Promise.all([
-      server.ctx.provider.createRefund(input),
-      server.ctx.provider.createRefund(input),
+      server.ctx.providers.simulator.createRefund(input),
+      server.ctx.providers.simulator.createRefund(input),
     ]);
     assert.equal(a.providerRefundId, b.providerRefundId);
   });
@@ -94,9 +109,9 @@ describe('the simulator as a refund provider', () => {
     const failing = await refund(id, 100n, 'simulate:refund_failed');
     assert.equal(failing.status, 'processing');
     offsetMs += REFUND_DELAY_MS;
-    const read = await server.ctx.provider.getRefund(failing.providerRefundId);
+    const read = await server.ctx.providers.simulator.getRefund(failing.providerRefundId);
     assert.equal(read?.status, 'failed');
-    assert.equal((await server.ctx.provider.getPayment(id))?.refundState, null);
+    assert.equal((await server.ctx.providers.simulator.getPayment(id))?.refundState, null);
   });
 
   test('in production the scripts are ordinary reasons', async () => {
@@ -111,8 +126,8 @@ describe('the simulator as a refund provider', () => {
   });
 
   test('an unknown provider payment or refund', async () => {
-    assert.equal(await server.ctx.provider.getPayment('simpay_nothing'), null);
-    assert.equal(await server.ctx.provider.getRefund('simref_nothing'), null);
+    assert.equal(await server.ctx.providers.simulator.getPayment('simpay_nothing'), null);
+    assert.equal(await server.ctx.providers.simulator.getRefund('simref_nothing'), null);
     const result = await refund('simpay_nothing', 100n);
     assert.deepEqual([result.status, result.errorMessage], ['failed', 'The payment cannot be refunded.']);
   });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { signSimulatorWebhook } from '../src/provider/simulator/webhook-signature.ts';
 import { CARDS, createCheckout, type Json, pay, paymentRow } from './helpers/checkout.ts';
 import {
   call,
@@ -33,17 +34,22 @@ describe('GET /transactions/{id}/', () => {
     assert.deepEqual(Object.keys(body).sort(), [
       'amount',
       'amount_breakdown',
+      'client_reference_id',
       'created_at',
       'currency',
       'depositAttempts',
       'fee_percent',
       'id',
+      'metadata',
       'net_amount',
       'payer_email',
       'products',
+      'simulated',
       'status',
       'updated_at',
     ]);
+    // The simulator processed it: the decisions' `simulated` flag, added beside the interface's fields.
+    assert.equal(body.simulated, true);
     // 5.00 × 2.9 % = 0.145 → 0.15 (half-up)
     assert.deepEqual(
       [body.id, body.amount, body.net_amount, body.status, body.currency],
@@ -298,8 +304,14 @@ describe('POST /api/provider/webhooks/{provider}/', () => {
   });
   after(() => server.close());
 
-  const hook = (body: unknown, provider = 'simulator') =>
-    call<Json>(server, 'POST', `/api/provider/webhooks/${provider}/`, { body });
+  const hook = (body: unknown, provider = 'simulator') => {
+    const raw = typeof body === 'string' ? body : JSON.stringify(body);
+    const signature = signSimulatorWebhook(server.ctx.config.secretKey, raw, Math.floor(Date.now() / 1000));
+    return call<Json>(server, 'POST', `/api/provider/webhooks/${provider}/`, {
+      body: raw,
+      headers: { 'content-type': 'application/json', 'kassa-signature': signature },
+    });
+  };
 
   test('re-reads the payments it names through the same path as sync', async () => {
     const checkout = await createCheckout(

@@ -52,6 +52,7 @@ describe('payouts', () => {
       currency: 'USD',
       status: 'pending',
       environment: 'production',
+      destination: null,
       created_at: created.body.created_at,
       updated_at: created.body.created_at,
     });

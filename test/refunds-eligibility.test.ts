@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PaymentStatus } from '../src/modules/payments/table.ts';
+import { createCheckout, pay } from './helpers/checkout.ts';
 import {
   call,
   createTestKey,
@@ -221,5 +222,55 @@ describe('refund eligibility and validation', () => {
     }
     const writer = await createTestKey(server, merchant, { scopes: 'payments:write' });
     assert.equal((await refund(writer, payment.id, body)).status, 200);
+  });
+});
+
+describe('a payment whose fee took the whole amount (net 0)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ worker: false });
+  });
+  after(() => server.close());
+
+  test('its refund is refused with a sentence, never a 500, and the wallet is untouched', async () => {
+    const merchant = await createTestMerchant(server, 'All Fees');
+    const apiKey = await createTestKey(server, merchant);
+    // Another payment, at the default 2.90 % fee, so the wallet has money a refund could draw on.
+    const funded = await createCheckout(server, apiKey);
+    assert.equal((await pay(server, funded.token)).body.payment_status, 'paid');
+    // As the operator's `kassa org set --fee-percent 100` would: the fee is the whole gross.
+    await server.ctx.db
+      .updateTable('organizations')
+      .set({ fee_bp: 10_000 })
+      .where('id', '=', merchant.organizationId)
+      .execute();
+    const checkout = await createCheckout(server, apiKey);
+    const paid = await pay(server, checkout.token);
+    assert.equal(paid.body.payment_status, 'paid', paid.text);
+    const payment = await call<{ net_amount: string }>(
+      server,
+      'GET',
+      `/api/transactions/${paid.body.transaction_id}/`,
+      { apiKey },
+    );
+    assert.equal(payment.body.net_amount, '0.00');
+    const wallet = async () =>
+      (await call<Record<string, string>>(server, 'GET', '/api/wallet/', { token: merchant.token })).body;
+    const before = await wallet();
+    for (const body of [{ reason: 'whole' }, { reason: 'part', amount: '10.00' }]) {
+      const refused = await call<{ detail: string }>(
+        server,
+        'POST',
+        `/api/transactions/${paid.body.transaction_id}/refund/`,
+        { apiKey, body },
+      );
+      assert.equal(refused.status, 400, refused.text);
+      assert.equal(
+        refused.body.detail,
+        'Payment is not refundable: its fee took the whole amount, so nothing was settled to the wallet for it.',
+      );
+    }
+    assert.deepEqual(await wallet(), before);
+    await assertLedgerBalanced(server.ctx, merchant.organizationId);
   });
 });

@@ -60,6 +60,8 @@ describe('refund lifecycle', () => {
     const response = await refund(payment.public_id, { reason: 'Customer changed their mind' });
     assert.equal(response.status, 200, response.text);
     assert.deepEqual(response.body, {
+      id: `RF${response.body.refund_public_id}`,
+      transaction: payment.public_id,
       status: 'processing',
       refund_id: response.body.refund_id,
       refund_public_id: response.body.refund_public_id,

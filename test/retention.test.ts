@@ -200,4 +200,26 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
     const me = await call(server, 'GET', '/api/auth/me/', { token: merchant.token });
     assert.equal(me.status, 200, 'the live dashboard session still works');
   });
+
+  test("handled provider events (Stripe's ids) go 30 days after they were handled; unhandled ones stay", async () => {
+    const event = (id: string, processedAt: string | null) =>
+      server.ctx.db
+        .insertInto('provider_events')
+        .values({
+          provider: 'stripe',
+          event_id: id,
+          type: 'payment_intent.succeeded',
+          received_at: ago(40 * DAY),
+          processed_at: processedAt,
+        })
+        .execute();
+    await event('evt_old', ago(31 * DAY));
+    await event('evt_recent', ago(29 * DAY));
+    await event('evt_unhandled', null);
+    await drain();
+    const left = (
+      await server.ctx.db.selectFrom('provider_events').select('event_id').orderBy('event_id').execute()
+    ).map((row) => row.event_id);
+    assert.deepEqual(left, ['evt_recent', 'evt_unhandled']);
+  });
 });

@@ -1,7 +1,9 @@
 // The merchant SDK (sdk/) against the real server: base path by key, payments and refunds, typed
 // errors, automatic Idempotency-Key on retries, and webhook verification over the raw bytes.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import {
   type CheckoutCreateParams,
   Kassa,
@@ -11,8 +13,10 @@ import {
   KassaNotFoundError,
   KassaPermissionError,
   KassaSignatureVerificationError,
+  signStandardWebhook,
+  signWebhook,
   verifyWebhook,
-} from '../sdk/index.ts';
+} from '../sdk/src/index.ts';
 import { pay } from './helpers/checkout.ts';
 import {
   call,
@@ -96,11 +100,45 @@ describe(`the SDK against a real server (${DB_KIND})`, () => {
     );
   });
 
+  test('checkout.create with metadata, checkout.syncStatus, payments.list and listAll', async () => {
+    const shop = await createTestMerchant(server, 'SDK Lists');
+    const kassa = new Kassa(await createTestKey(server, shop), { host: server.url });
+    const checkout = await kassa.checkout.create({
+      ...order(),
+      metadata: { cart: 'c-1' },
+      client_reference_id: 'sdk-order-1',
+    });
+    const before = await kassa.checkout.syncStatus({ checkout_id: checkout.checkout_id });
+    assert.deepEqual([before.checkout_id, before.transaction_id], [checkout.checkout_id, null]);
+    const paid = await pay(server, checkout.token);
+    const synced = await kassa.checkout.syncStatus({ checkout_id: checkout.checkout_id });
+    assert.deepEqual(
+      [synced.status, synced.payment_status, synced.transaction_id],
+      ['SUCCESS', 'paid', paid.body.transaction_id],
+    );
+    for (let i = 0; i < 2; i += 1) await pay(server, (await kassa.checkout.create(order())).token);
+
+    const page = await kassa.payments.list({ client_reference_id: 'sdk-order-1' });
+    assert.equal(page.count, 1);
+    assert.deepEqual(page.results[0]?.metadata, { cart: 'c-1' });
+    assert.equal(page.results[0]?.client_reference_id, 'sdk-order-1');
+    const all: string[] = [];
+    for await (const payment of kassa.payments.listAll({ page_size: 1 })) all.push(payment.id);
+    assert.equal(all.length, 3, 'three pages of one, followed through next');
+    assert.equal(all[2], paid.body.transaction_id, 'newest first');
+  });
+
   test('refunds.create, refunds.list and refunds.retrieve', async () => {
     const id = await paidPayment();
     const created = await live.refunds.create(id, { reason: 'Customer changed their mind', amount: '10.00' });
     assert.equal(created.status, 'processing');
     assert.equal(created.amount, '10.00');
+    assert.equal(created.transaction, id);
+    assert.equal(created.id, `RF${created.refund_public_id}`);
+    assert.equal((await live.refunds.retrieve(created.refund_public_id)).id, created.id);
+    const listed: string[] = [];
+    for await (const refund of live.refunds.listAll({ search: id })) listed.push(refund.id);
+    assert.deepEqual(listed, [created.id]);
     const refundId = `RF${created.refund_public_id}`;
     const page = await live.refunds.list({ search: id, page_size: 5 });
     assert.equal(page.count, 1);
@@ -174,13 +212,14 @@ describe(`the SDK against a real server (${DB_KIND})`, () => {
     let secret: string;
     let raw: Buffer;
     let signature: string;
+    let delivery: Awaited<ReturnType<Receiver['waitFor']>>[number];
 
     before(async () => {
       receiver = await startReceiver();
       secret = (await setEndpoint(server, merchant, `${receiver.url}/hooks`)) ?? '';
       const sent = await call(server, 'POST', '/api/organization/webhook/test/', { token: merchant.token });
       assert.equal(sent.status, 202, sent.text);
-      const [delivery] = await receiver.waitFor(1);
+      [delivery] = await receiver.waitFor(1);
       raw = delivery.body;
       signature = header(delivery, 'x-webhook-signature');
     });
@@ -211,11 +250,128 @@ describe(`the SDK against a real server (${DB_KIND})`, () => {
       assert.throws(() => verifyWebhook(parsed, signature, secret), refused(/raw request body/));
     });
 
+    test("accepts the delivery given the request's headers (Node's object or fetch Headers), with its timestamp", () => {
+      const headers = Object.fromEntries(Object.entries(delivery.headers));
+      assert.equal(verifyWebhook(raw, headers, secret).event, 'webhook.test');
+      assert.equal(
+        verifyWebhook(raw, new Headers(headers as Record<string, string>), secret).event,
+        'webhook.test',
+      );
+      // Only the interface's headers: the X-Webhook-Timestamp tolerance applies (300 s by default).
+      const legacy = {
+        'x-webhook-signature': signature,
+        'x-webhook-timestamp': header(delivery, 'x-webhook-timestamp'),
+      };
+      assert.equal(verifyWebhook(raw, legacy, secret).event, 'webhook.test');
+      const later = () => Date.now() + 301_000;
+      assert.throws(() => verifyWebhook(raw, legacy, secret, { now: later }), refused(/replay/));
+      assert.equal(
+        verifyWebhook(raw, legacy, secret, { now: later, toleranceSeconds: 600 }).event,
+        'webhook.test',
+      );
+    });
+
     test('rejects a missing or malformed signature header', () => {
       assert.throws(() => verifyWebhook(raw, undefined, secret), refused(/Missing X-Webhook-Signature/));
       for (const malformed of ['abc', 'sha256=xyz', `sha1=${'0'.repeat(64)}`, `sha256=${'0'.repeat(63)}`]) {
         assert.throws(() => verifyWebhook(raw, malformed, secret), refused(/must look like/));
       }
+    });
+  });
+
+  describe('Standard Webhooks verification', () => {
+    // A secret as Kassa issues it: whsec_ + base64 of 32 random bytes.
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const body = JSON.stringify({ event: 'webhook.test', message: 'hello', livemode: false });
+    const id = '6f1c2d4e-0000-4000-8000-000000000001';
+    const refused = (message: RegExp) => (error: unknown) => {
+      assert.ok(error instanceof KassaSignatureVerificationError, String(error));
+      assert.match(error.message, message);
+      return true;
+    };
+
+    /** The headers the reference library (standardwebhooks) signs for `payload` at `at`. */
+    function referenceHeaders(payload: string, at = new Date(), key = secret) {
+      return {
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': new Webhook(key).sign(id, at, payload),
+      };
+    }
+
+    test("accepts what the standardwebhooks library signs, and the library accepts the SDK's signature", () => {
+      const headers = referenceHeaders(body);
+      assert.equal(verifyWebhook(body, headers, secret).event, 'webhook.test');
+      assert.equal(verifyWebhook(Buffer.from(body), new Headers(headers), secret).event, 'webhook.test');
+      const ours = signStandardWebhook(body, secret, id);
+      assert.deepEqual(new Webhook(secret).verify(body, ours), JSON.parse(body));
+      assert.equal(ours['webhook-signature'], headers['webhook-signature']);
+    });
+
+    test('any one of several space-separated signatures may match (a secret rotation in flight)', () => {
+      const other = `whsec_${randomBytes(32).toString('base64')}`;
+      const headers = referenceHeaders(body);
+      const mixed = {
+        ...headers,
+        'webhook-signature': `${referenceHeaders(body, new Date(), other)['webhook-signature']} ${headers['webhook-signature']}`,
+      };
+      assert.equal(verifyWebhook(body, mixed, secret).event, 'webhook.test');
+      assert.throws(
+        () => verifyWebhook(body, mixed, `whsec_${randomBytes(32).toString('base64')}`),
+        refused(/does not match/),
+      );
+    });
+
+    test('refuses a tampered body, a changed id or timestamp, and the wrong secret, as the library does', () => {
+      const headers = referenceHeaders(body);
+      const cases: [string, Record<string, string>, string][] = [
+        ['tampered body', headers, body.replace('hello', 'hellO')],
+        ['changed id', { ...headers, 'webhook-id': `${id}x` }, body],
+        [
+          'changed timestamp',
+          { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1) },
+          body,
+        ],
+      ];
+      for (const [name, changed, payload] of cases) {
+        assert.throws(() => verifyWebhook(payload, changed, secret), refused(/does not match/), name);
+        assert.throws(() => new Webhook(secret).verify(payload, changed), WebhookVerificationError, name);
+      }
+      assert.throws(
+        () => verifyWebhook(body, headers, `whsec_${randomBytes(32).toString('base64')}`),
+        refused(/does not match/),
+      );
+      // The interface's secret string is not the Standard Webhooks key: the base64 after whsec_ is.
+      const wrongKey = new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' }).sign(id, new Date(), body);
+      assert.throws(
+        () => verifyWebhook(body, { ...headers, 'webhook-signature': wrongKey }, secret),
+        refused(/does not match/),
+      );
+    });
+
+    test('refuses a timestamp outside the tolerance (a replay), 300 s by default, configurable', () => {
+      const old = referenceHeaders(body, new Date(Date.now() - 301_000));
+      assert.throws(() => verifyWebhook(body, old, secret), refused(/replay/));
+      assert.throws(() => new Webhook(secret).verify(body, old), WebhookVerificationError);
+      assert.equal(verifyWebhook(body, old, secret, { toleranceSeconds: 600 }).event, 'webhook.test');
+      const future = referenceHeaders(body, new Date(Date.now() + 301_000));
+      assert.throws(() => verifyWebhook(body, future, secret), refused(/replay/));
+      assert.throws(
+        () => verifyWebhook(body, { ...old, 'webhook-timestamp': 'soon' }, secret),
+        refused(/Unix time/),
+      );
+    });
+
+    test('refuses a delivery with a Standard Webhooks signature but no id or timestamp', () => {
+      const { 'webhook-id': _id, ...noId } = referenceHeaders(body);
+      assert.throws(() => verifyWebhook(body, noId, secret), refused(/Missing webhook-id/));
+      assert.throws(() => verifyWebhook(body, {}, secret), refused(/Missing X-Webhook-Signature/));
+    });
+
+    test('both signatures of one delivery verify with the one secret, each with its own key', () => {
+      const headers = { ...referenceHeaders(body), 'x-webhook-signature': signWebhook(body, secret) };
+      assert.equal(verifyWebhook(body, headers, secret).event, 'webhook.test');
+      assert.equal(verifyWebhook(body, headers['x-webhook-signature'], secret).event, 'webhook.test');
     });
   });
 });

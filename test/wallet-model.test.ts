@@ -1,18 +1,22 @@
 // Model-based property test: random sequences of payments, refunds, refund outcomes, payouts and
 // reserve releases, driven through the services against the real database, checked after every step
 // against a small independent model of the rules, and against the ledger's own invariants.
+
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { DomainError } from '../src/http/errors.ts';
 import { formatAmount, mulDivFloor, mulDivHalfUp, percentOf } from '../src/lib/money.ts';
+import { OPERATOR } from '../src/modules/audit/record.ts';
 import { createMerchant } from '../src/modules/organizations/service.ts';
 import { createPayout, settlePayout } from '../src/modules/payouts/service.ts';
 import { createRefund } from '../src/modules/refunds/service.ts';
 import { recordProviderAnswer } from '../src/modules/refunds/transitions.ts';
 import { lesserOf } from '../src/modules/wallet/ledger.ts';
 import { releaseDueReserves } from '../src/modules/wallet/reserve.ts';
+import { replaceProvider } from '../src/provider/index.ts';
 import type { PaymentProvider, ProviderRefundState } from '../src/provider/types.ts';
+import { wrapProvider } from './helpers/providers.ts';
 import { DB_KIND, startTestServer, type TestServer } from './helpers/server.ts';
 import { assertLedgerBalanced, createPaidPayment } from './helpers/wallet-fixtures.ts';
 
@@ -21,11 +25,7 @@ type Answer = ProviderRefundState['status'] | 'throw';
 /** The real simulator for payments; refunds answered as the test scripts them. */
 function scriptedProvider(inner: PaymentProvider) {
   const script = { answer: 'processing' as Answer };
-  const provider: PaymentProvider = {
-    name: inner.name,
-    createPayment: (input) => inner.createPayment(input),
-    getPayment: (id) => inner.getPayment(id),
-    findPayment: (reference) => inner.findPayment(reference),
+  const provider = wrapProvider(inner, {
     async createRefund(input) {
       if (script.answer === 'throw') throw new Error('connection reset');
       const status = script.answer;
@@ -36,8 +36,9 @@ function scriptedProvider(inner: PaymentProvider) {
       };
     },
     getRefund: async () => null,
+    findRefund: async () => null,
     parseWebhook: () => ({ paymentIds: [], refundIds: [] }),
-  };
+  });
   return { provider, script };
 }
 
@@ -140,8 +141,8 @@ describe(`wallet model (${DB_KIND})`, () => {
   after(() => server.close());
 
   test('any sequence of payments, refunds, outcomes and payouts keeps the ledger and the model in step', async () => {
-    const { provider, script } = scriptedProvider(server.ctx.provider);
-    const deps = { db: server.ctx.db, clock: server.ctx.clock, provider };
+    const { provider, script } = scriptedProvider(server.ctx.providers.named('simulator'));
+    const deps = { ...server.ctx, providers: replaceProvider(server.ctx.providers, provider) };
     let runs = 0;
     // What the runs went through, so a generator that stops reaching a branch fails the test.
     const seen = new Set<string>();
@@ -287,7 +288,7 @@ describe(`wallet model (${DB_KIND})`, () => {
           const payable = model.balance - model.held;
           const amount = (BigInt(step.amount) % ((payable > 0n ? payable : 0n) + 200n)) + 1n;
           try {
-            const payout = await createPayout(deps, organizationId, 'production', amount);
+            const payout = await createPayout(deps, organizationId, 'production', amount, OPERATOR);
             assert.ok(amount <= payable, 'payout above balance − held accepted');
             model.payouts.push({ id: payout.id, amount, status: 'pending' });
             model.held += amount;

@@ -68,7 +68,7 @@ describe('webhook configuration and delivery', () => {
       body: { endpoint_url: 'https://merchant.example/hooks' },
     });
     assert.equal(first.status, 200);
-    assert.match(first.body.raw_secret, /^whsec_[A-Za-z0-9_-]{43}$/);
+    assert.match(first.body.raw_secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.equal(first.body.secret_preview, `whsec_…${first.body.raw_secret.slice(-4)}`);
     assert.equal(first.body.endpoint_url, 'https://merchant.example/hooks');
 

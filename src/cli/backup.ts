@@ -1,8 +1,9 @@
 // kassa backup --to <file>: a consistent copy of the embedded SQLite database, safe while the service
 // runs (SQLite's online backup, page by page). PostgreSQL deployments use pg_dump instead.
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { backup, DatabaseSync } from 'node:sqlite';
+import { ensurePrivateFile, PRIVATE_FILE_MODE } from '../db/private-files.ts';
 import type { Command } from './commands.ts';
 
 export const backupCommand: Command = {
@@ -33,9 +34,12 @@ On PostgreSQL use pg_dump.`,
       console.error(`kassa: ${target} already exists; choose a new file.`);
       return 1;
     }
+    // The copy holds everything the database does: created 0600 before a byte is written to it.
+    closeSync(openSync(target, 'wx', PRIVATE_FILE_MODE));
     const source = new DatabaseSync(database.file, { readOnly: true });
     try {
       const pages = await backup(source, target);
+      ensurePrivateFile(target);
       console.log(`backed up ${database.file} to ${target} (${pages} pages)`);
       return 0;
     } finally {

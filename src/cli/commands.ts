@@ -4,10 +4,13 @@
 import type { ParseArgsOptionsConfig } from 'node:util';
 import type { Config } from '../config.ts';
 import { openAndMigrate } from '../db/connection.ts';
+import { providerWarnings } from '../provider/startup.ts';
 import { backupCommand } from './backup.ts';
 import { demoCommand } from './demo.ts';
+import { doctorCommand } from './doctor.ts';
 import { listenCommand } from './listen.ts';
 import { merchantCreateCommand } from './merchant.ts';
+import { orgCommands } from './org.ts';
 import { payoutCommands } from './payout.ts';
 
 export interface CommandInput {
@@ -22,6 +25,10 @@ export interface Command {
   help: string;
   options: ParseArgsOptionsConfig;
   run(input: CommandInput): Promise<number>;
+}
+
+function warnAboutProviders(config: Config): void {
+  for (const warning of providerWarnings(config)) console.error(`kassa: warning: ${warning}`);
 }
 
 /** Runs until SIGTERM or SIGINT, then closes gracefully: in-flight requests finish, loops stop. */
@@ -50,6 +57,7 @@ export const commands: Record<string, Command> = {
     async run({ values, config }) {
       const { startService } = await import('../server.ts');
       const service = await startService(config(), { worker: values['no-worker'] ? false : undefined });
+      warnAboutProviders(service.ctx.config);
       console.error(`kassa: listening on ${service.url}`);
       return runUntilSignal(() => service.close());
     },
@@ -62,6 +70,7 @@ export const commands: Record<string, Command> = {
     async run({ config }) {
       const { startService } = await import('../server.ts');
       const service = await startService(config(), { http: false, worker: true });
+      warnAboutProviders(service.ctx.config);
       console.error('kassa: worker running');
       return runUntilSignal(() => service.close());
     },
@@ -81,6 +90,8 @@ export const commands: Record<string, Command> = {
   'merchant create': merchantCreateCommand,
   demo: demoCommand,
   backup: backupCommand,
+  ...orgCommands,
   ...payoutCommands,
   listen: listenCommand,
+  doctor: doctorCommand,
 };

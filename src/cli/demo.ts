@@ -1,8 +1,10 @@
 // kassa demo: a demo merchant with a product and a sandbox key, and how to use them.
+
 import { createContext } from '../context.ts';
 import { openAndMigrate } from '../db/connection.ts';
 import { randomBase62 } from '../lib/ids.ts';
 import { createKey } from '../modules/api-keys/service.ts';
+import { OPERATOR } from '../modules/audit/record.ts';
 import { createMerchant } from '../modules/organizations/service.ts';
 import { createProduct } from '../modules/products/service.ts';
 import type { Command } from './commands.ts';
@@ -26,16 +28,32 @@ export const demoCommand: Command = {
         password,
         name: 'Demo Owner',
       });
-      const product = await createProduct(ctx, organization.id, {
-        name: 'Demo T-shirt',
-        unit_price: '25.00',
-        currency: 'USD',
-      });
-      const key = await createKey(ctx, organization.id, {
-        name: 'Demo sandbox key',
-        allowed_scopes: '',
-        environment: 'sandbox',
-      });
+      // The demo has only a sandbox key, so its dashboard opens in test mode.
+      await ctx.db
+        .updateTable('organizations')
+        .set({ test_mode_default: 1 })
+        .where('id', '=', organization.id)
+        .execute();
+      const product = await createProduct(
+        ctx,
+        organization.id,
+        {
+          name: 'Demo T-shirt',
+          unit_price: '25.00',
+          currency: 'USD',
+        },
+        OPERATOR,
+      );
+      const key = await createKey(
+        ctx,
+        organization.id,
+        {
+          name: 'Demo sandbox key',
+          allowed_scopes: '',
+          environment: 'sandbox',
+        },
+        OPERATOR,
+      );
       const base = cfg.publicUrl;
       console.log(`Demo merchant created.
 

@@ -1,8 +1,9 @@
 // kassa listen --forward-to http://localhost:4000/webhooks
 // Logs in, follows the organization's events as they are written, and forwards each one signed
 // (with a secret printed at start) to a local URL: webhooks on a laptop without a public endpoint.
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
+import { generateSecret, sign, standardWebhookHeaders } from '../modules/webhooks/secret.ts';
 import type { Command } from './commands.ts';
 
 interface ListenedEvent {
@@ -24,16 +25,19 @@ async function login(base: string, email: string, password: string): Promise<str
 
 async function forward(target: string, secret: string, event: ListenedEvent): Promise<string> {
   const raw = JSON.stringify(event.payload);
-  const signature = `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(raw).digest('hex')}`;
+  const deliveryId = randomUUID();
+  const timestamp = Math.floor(Date.now() / 1000);
   try {
     const response = await fetch(target, {
       method: 'POST',
+      // The same headers as a real delivery, the Standard Webhooks ones included.
       headers: {
         'content-type': 'application/json',
         'x-webhook-event': event.type,
-        'x-webhook-delivery-id': randomUUID(),
-        'x-webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-        'x-webhook-signature': signature,
+        'x-webhook-delivery-id': deliveryId,
+        'x-webhook-timestamp': String(timestamp),
+        'x-webhook-signature': sign(secret, raw),
+        ...standardWebhookHeaders(secret, deliveryId, timestamp, raw),
       },
       body: raw,
       signal: AbortSignal.timeout(10_000),
@@ -83,7 +87,7 @@ Events are signed with a secret printed at start (not your endpoint's secret).`,
       prompt.close();
       token = await login(base, email, password);
     }
-    const secret = `whsec_${randomBytes(32).toString('base64url')}`;
+    const secret = generateSecret();
     const stop = new AbortController();
     process.once('SIGINT', () => stop.abort());
     process.once('SIGTERM', () => stop.abort());

@@ -1,11 +1,11 @@
 // Opens the database the configuration names and runs the migrations.
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Kysely, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Config, DatabaseKind } from '../config.ts';
 import type { Database, Executor } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
+import { ensurePrivateDatabase, ensurePrivateDir } from './private-files.ts';
 import { openSqlite } from './sqlite-driver.ts';
 
 // int8 (COUNT, bigserial ids, minor units) as JS numbers: every value we store is far below 2^53.
@@ -19,7 +19,8 @@ export interface DbHandle {
 
 export function openDatabase(config: Config['database']): DbHandle {
   if (config.kind === 'sqlite') {
-    mkdirSync(dirname(config.file), { recursive: true });
+    ensurePrivateDir(dirname(config.file));
+    ensurePrivateDatabase(config.file);
     const database = openSqlite(config.file);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
     return { db, kind: 'sqlite', close: () => db.destroy() };

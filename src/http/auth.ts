@@ -5,8 +5,11 @@ import type { AppContext } from '../context.ts';
 import type { Scope } from '../modules/api-keys/scopes.ts';
 import { type ApiKeyPrincipal, authenticateApiKey } from '../modules/api-keys/service.ts';
 import type { Environment } from '../modules/api-keys/table.ts';
+import { KeyAddressBook } from '../modules/audit/key-addresses.ts';
+import { clientOf } from '../modules/audit/record.ts';
 import { authenticateSession, type SessionPrincipal } from '../modules/auth/service.ts';
 import { claimIdempotencyKey } from '../modules/idempotency/service.ts';
+import { authorize } from '../modules/members/authorize.ts';
 import { ForbiddenError, UnauthorizedError } from './errors.ts';
 import { applyRateLimit, FixedWindowLimiter } from './rate-limit.ts';
 
@@ -59,6 +62,7 @@ export type ApiKeyHandlerFactory = (required: readonly Scope[]) => preHandlerAsy
 export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandlerFactory {
   const limits = ctx.config.rateLimits;
   const limiter = new FixedWindowLimiter(limits.apiKeyPerWindow, limits.apiKeyWindowMs, ctx.clock);
+  const addresses = new KeyAddressBook();
   return (required) => {
     const handler = async function requireApiKey(request: FastifyRequest, reply: FastifyReply) {
       const raw = apiKeyFrom(request);
@@ -78,6 +82,8 @@ export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandle
         limiter.hit(String(principal.keyId)),
         'Rate limit exceeded for this API key. Slow down.',
       );
+      // The first use of the key from an address is audited (a Set lookup per request otherwise).
+      await addresses.note(ctx, principal, clientOf(request));
       // A replay was sent from here: returning the reply makes Fastify wait for it and skip the handler.
       if (await claimIdempotencyKey(ctx, request, reply, principal)) return reply;
     };
@@ -109,6 +115,8 @@ export function sessionAuth(ctx: AppContext): preHandlerAsyncHookHandler {
     const principal = await authenticateSession(ctx, token);
     if (!principal) throw new UnauthorizedError('Invalid or expired session token.');
     request.principal = principal;
+    // The route's permission (members/permissions.ts), the two-factor requirement, recent authentication.
+    authorize(principal, request.method, request.routeOptions.url ?? '', ctx.clock());
   };
 }
 

@@ -7,10 +7,18 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 export class DomainError extends Error {
   readonly status: number;
   readonly headers: Record<string, string>;
-  constructor(status: number, detail: string, headers: Record<string, string> = {}) {
+  /** Fields sent beside `detail` (e.g. `reauth_required`), for clients that act on the error. */
+  readonly extra: Record<string, unknown>;
+  constructor(
+    status: number,
+    detail: string,
+    headers: Record<string, string> = {},
+    extra: Record<string, unknown> = {},
+  ) {
     super(detail);
     this.status = status;
     this.headers = headers;
+    this.extra = extra;
   }
 }
 
@@ -65,6 +73,7 @@ interface AjvIssue {
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
+  propertyName?: string;
 }
 
 function fieldName(issue: AjvIssue, context: string | undefined): string {
@@ -80,7 +89,9 @@ function fieldName(issue: AjvIssue, context: string | undefined): string {
   if (issue.keyword === 'additionalProperties' && typeof issue.params?.additionalProperty === 'string') {
     return path ? `${path}.${issue.params.additionalProperty}` : issue.params.additionalProperty;
   }
-  return path || (context === 'body' ? 'body' : (context ?? 'request'));
+  const name = path || (context === 'body' ? 'body' : (context ?? 'request'));
+  // A key that breaks an object's propertyNames rule (checkout metadata): name the key itself.
+  return typeof issue.propertyName === 'string' ? `${name} key "${issue.propertyName}"` : name;
 }
 
 /** Turns the validator's first complaint into a sentence that names the field. */
@@ -114,6 +125,8 @@ export function describeValidation(issues: AjvIssue[], context: string | undefin
       return `${field}: must contain at least ${p.limit} item${Number(p.limit) === 1 ? '' : 's'}.`;
     case 'maxItems':
       return `${field}: must contain at most ${p.limit} items.`;
+    case 'maxProperties':
+      return `${field}: must have at most ${p.limit} keys.`;
     case 'pattern':
       return `${field}: has an invalid format.`;
     default:
@@ -121,9 +134,18 @@ export function describeValidation(issues: AjvIssue[], context: string | undefin
   }
 }
 
-function send(reply: FastifyReply, status: number, detail: string, headers: Record<string, string> = {}) {
+function send(
+  reply: FastifyReply,
+  status: number,
+  detail: string,
+  headers: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+) {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-  return reply.code(status).type('application/json; charset=utf-8').send({ detail });
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send({ detail, ...extra });
 }
 
 /** Route patterns by method, so an unknown method on a known path answers 405 rather than 404. */
@@ -157,7 +179,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof DomainError) return send(reply, error.status, error.message, error.headers);
+    if (error instanceof DomainError)
+      return send(reply, error.status, error.message, error.headers, error.extra);
     if (error.validation)
       return send(reply, 400, describeValidation(error.validation, error.validationContext));
     switch (error.code) {

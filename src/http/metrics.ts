@@ -1,5 +1,6 @@
 // Prometheus metrics at /metrics: process defaults plus request counts and durations by route.
 import client from 'prom-client';
+import { hashQueue } from '../lib/crypto.ts';
 import type { App } from './types.ts';
 
 export function createMetrics(app: App) {
@@ -11,6 +12,26 @@ export function createMetrics(app: App) {
     labelNames: ['method', 'route', 'status'],
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [registry],
+  });
+  new client.Counter({
+    name: 'kassa_password_hashes_total',
+    help: 'Password hashes (scrypt) finished by this process',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(hashQueue.completed);
+    },
+  });
+  new client.Counter({
+    name: 'kassa_password_hashes_refused_total',
+    help: 'Password checks refused at once because the hash queue was full (scope: key = one address, all)',
+    labelNames: ['scope'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ scope: 'key' }, hashQueue.refused.key);
+      this.inc({ scope: 'all' }, hashQueue.refused.all);
+    },
   });
   app.addHook('onResponse', (request, reply, done) => {
     duration.observe(

@@ -1,18 +1,21 @@
-// The OpenAPI 3.1 document at /api/openapi.json, generated from the route schemas, and the
-// interactive docs at /docs. Security, scopes and the error body are added to each route here,
+// The OpenAPI 3.1 document at /api/openapi.json, generated from the route schemas (the docs site's
+// API reference at /docs/api renders it). Security, scopes and the error body are added to each route here,
 // from how the route authenticates, so no route repeats them.
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { FastifySchema, RouteOptions } from 'fastify';
+import { requireRule } from '../modules/members/permissions.ts';
+import { PERMISSIONS } from '../modules/members/roles.ts';
 import { ErrorBody } from './schemas.ts';
 import type { App } from './types.ts';
 
 const PUBLIC_PATHS = [
   /^\/api\/auth\/login\/?$/,
+  /^\/api\/auth\/(login\/2fa|accept-invite|password-reset|password-reset\/confirm)\/?$/,
   /^\/api\/checkout\/:token/,
   /^\/api\/payment-links\/public\//,
   /^\/api\/v1\/webhooks\//,
   /^\/api\/provider\/webhooks\//,
+  /^\/api\/provider\/simulator\/challenges\//,
   /^\/api\/openapi\.json$/,
 ];
 
@@ -62,6 +65,13 @@ function document(route: RouteOptions): void {
   } else {
     schema.security = [{ SessionToken: [] }, { SessionCookie: [] }];
     schema.tags ??= ['Dashboard session'];
+    // Every session route has its permission in members/permissions.ts; the app does not start otherwise.
+    const rule = requireRule(String(route.method), route.url);
+    schema['x-kassa-permission'] = rule.permission;
+    schema['x-kassa-recent-auth'] = rule.recent;
+    const roles = PERMISSIONS[rule.permission].roles.join(', ');
+    const note = `Permission: ${rule.permission} (roles: ${roles}).${rule.recent ? ' Needs a login or POST /api/auth/confirm/ within the last 10 minutes; otherwise 403 with reauth_required.' : ''}`;
+    schema.description = [schema.description, note].filter(Boolean).join(' ');
   }
   const response = (schema.response ?? {}) as Record<string, unknown>;
   response['4XX'] ??= { ...ErrorBody, description: 'Error: {"detail": "..."}' };
@@ -99,10 +109,6 @@ export async function registerOpenApi(app: App): Promise<void> {
         },
       },
     },
-  });
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    uiConfig: { docExpansion: 'list', deepLinking: true },
   });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

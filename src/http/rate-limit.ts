@@ -68,6 +68,12 @@ export class FixedWindowLimiter {
     return this.state(window, now, window.count < this.limit);
   }
 
+  /** Gives back one counted request (one that was refused further on without being evaluated). */
+  release(key: string): void {
+    const window = this.windows.get(key);
+    if (window && window.count > 0) window.count -= 1;
+  }
+
   reset(key: string): void {
     this.windows.delete(key);
   }

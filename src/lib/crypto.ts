@@ -1,35 +1,28 @@
 // Password hashing, constant-time comparison and at-rest encryption, all from node:crypto.
 import { createCipheriv, createDecipheriv, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { HashQueue } from './hash-queue.ts';
 
 // OWASP's scrypt settings come in equal-strength pairs; Kassa uses N=2^14, r=8, p=5, which costs as much CPU
 // as N=2^17, p=1 but holds 16 MiB per hash instead of 128 MiB, so a burst of logins cannot balloon the
-// server's memory. At most MAX_CONCURRENT hashes run at once (the rest queue), which leaves libuv's other
-// threads to file and DNS work. KASSA_SCRYPT_LOG_N (test suites only) swaps in N=2^value with p=1. Each
-// stored hash records its own N, r and p, so hashes made under any setting verify.
+// server's memory. Hashes go through one bounded queue (lib/hash-queue.ts): at most HASH_CONCURRENCY run at
+// once (which leaves libuv's other threads to file and DNS work), at most HASH_MAX_WAITING wait, and one
+// client address holds at most HASH_MAX_PER_KEY places; past those bounds a hash is refused at once.
+// KASSA_SCRYPT_LOG_N (test suites only) swaps in N=2^value with p=1. Each stored hash records its own N, r
+// and p, so hashes made under any setting verify.
 const TEST_LOG_N = Number(process.env.KASSA_SCRYPT_LOG_N);
 const SCRYPT =
   TEST_LOG_N >= 10 && TEST_LOG_N <= 17
     ? { N: 2 ** TEST_LOG_N, r: 8, p: 1, keyLength: 32 }
     : { N: 2 ** 14, r: 8, p: 5, keyLength: 32 };
 const MAX_MEMORY = 256 * 1024 * 1024;
-const MAX_CONCURRENT = 2;
+const HASH_CONCURRENCY = 2;
+const HASH_MAX_WAITING = 16;
+const HASH_MAX_PER_KEY = 4;
 
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function withHashSlot<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve));
-  else running++;
-  try {
-    return await work();
-  } finally {
-    const next = waiting.shift();
-    if (next) next();
-    else running--;
-  }
-}
+export const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_MAX_WAITING, HASH_MAX_PER_KEY);
 
 function scryptAsync(
+  queueKey: string | null,
   password: string,
   salt: Buffer,
   N: number,
@@ -37,7 +30,8 @@ function scryptAsync(
   p: number,
   keyLength: number,
 ): Promise<Buffer> {
-  return withHashSlot(
+  return hashQueue.run(
+    queueKey,
     () =>
       new Promise((resolve, reject) => {
         scrypt(password, salt, keyLength, { N, r, p, maxmem: MAX_MEMORY }, (error, key) =>
@@ -47,19 +41,26 @@ function scryptAsync(
   );
 }
 
-export async function hashPassword(password: string): Promise<string> {
+/** `queueKey` (the client's address) bounds one client's share of the hash queue; null for operator commands. */
+export async function hashPassword(password: string, queueKey: string | null = null): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scryptAsync(password, salt, SCRYPT.N, SCRYPT.r, SCRYPT.p, SCRYPT.keyLength);
+  const key = await scryptAsync(queueKey, password, salt, SCRYPT.N, SCRYPT.r, SCRYPT.p, SCRYPT.keyLength);
   return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join(
     '$',
   );
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+/** Throws HashQueueFullError (before any waiting) when the queue refuses the check. */
+export async function verifyPassword(
+  password: string,
+  stored: string,
+  queueKey: string | null = null,
+): Promise<boolean> {
   const [scheme, n, r, p, salt, expected] = stored.split('$');
   if (scheme !== 'scrypt' || !salt || !expected) return false;
   const expectedKey = Buffer.from(expected, 'base64url');
   const key = await scryptAsync(
+    queueKey,
     password,
     Buffer.from(salt, 'base64url'),
     Number(n),

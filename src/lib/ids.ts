@@ -41,6 +41,7 @@ export const ID_PREFIX = {
   payout: { prefix: 'PO', length: 16 },
   checkout: { prefix: 'CO', length: 20 },
   product: { prefix: 'prod_', length: 14 },
+  destination: { prefix: 'ba_', length: 16 },
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

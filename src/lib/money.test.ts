@@ -5,12 +5,15 @@ import fc from 'fast-check';
 import {
   convert,
   formatAmount,
+  formatPercent,
   MAX_AMOUNT_MINOR,
   MoneyFormatError,
   mulDivFloor,
   mulDivHalfUp,
   parseAmount,
+  parsePercent,
   parseRate,
+  percentNumber,
   percentOf,
   RATE_SCALE,
   toBigInt,
@@ -199,4 +202,111 @@ test('money.ts uses no floating-point helpers', () => {
   for (const helper of ['parseFloat', 'Math.round', 'Math.floor', 'toFixed', 'toPrecision']) {
     assert.ok(!source.includes(helper), `money.ts uses ${helper}`);
   }
+});
+
+// The refusal messages reach the API as the 400's detail ("unit_price: must be a decimal amount with
+// at most two decimals."), so they are part of what a merchant sees and are pinned here.
+describe('the words of each refusal', () => {
+  const refusal = (run: () => unknown) => {
+    try {
+      run();
+    } catch (error) {
+      return `${(error as Error).constructor.name}: ${(error as Error).message}`;
+    }
+    return 'accepted';
+  };
+
+  test('amounts', () => {
+    assert.equal(
+      refusal(() => parseAmount(Number.NaN)),
+      'MoneyFormatError: not a finite number',
+    );
+    assert.equal(
+      refusal(() => parseAmount(Number.POSITIVE_INFINITY)),
+      'MoneyFormatError: not a finite number',
+    );
+    assert.equal(
+      refusal(() => parseAmount(1e21)),
+      'MoneyFormatError: exponent notation is not accepted',
+    );
+    assert.equal(
+      refusal(() => parseAmount(1e-7)),
+      'MoneyFormatError: exponent notation is not accepted',
+    );
+    for (const input of [null, undefined, true, {}, [], 12n]) {
+      assert.equal(
+        refusal(() => parseAmount(input)),
+        'MoneyFormatError: must be a decimal string',
+        String(input),
+      );
+    }
+    assert.equal(
+      refusal(() => parseAmount('1.234')),
+      'MoneyFormatError: must be a decimal amount with at most two decimals',
+    );
+    assert.equal(
+      refusal(() => parseAmount('10000000000000.00')),
+      'MoneyFormatError: must be at most 9999999999999.99',
+    );
+  });
+
+  test('rates, divisions and integers', () => {
+    assert.equal(
+      refusal(() => parseRate('1.0000001')),
+      'MoneyFormatError: must be a decimal rate with at most six decimals',
+    );
+    assert.equal(
+      refusal(() => parseRate('0.000000')),
+      'MoneyFormatError: must be positive',
+    );
+    for (const denominator of [0n, -1n]) {
+      assert.equal(
+        refusal(() => mulDivHalfUp(1n, 1n, denominator)),
+        'RangeError: denominator must be positive',
+      );
+      assert.equal(
+        refusal(() => mulDivFloor(1n, 1n, denominator)),
+        'RangeError: denominator must be positive',
+      );
+    }
+    assert.equal(
+      refusal(() => toBigInt({})),
+      'TypeError: not an integer',
+    );
+    assert.equal(
+      refusal(() => toBigInt(true)),
+      'TypeError: not an integer',
+    );
+  });
+});
+
+describe('percentages and rates as the organization fields use them', () => {
+  test('a percentage is kept in basis points and shown with two decimals', () => {
+    // decisions.md "Money": fee_percent 2.90, rolling_reserve_percent 10.
+    assert.equal(parsePercent('2.90'), 290n);
+    assert.equal(parsePercent('10'), 1_000n);
+    assert.equal(formatPercent(290n), '2.90');
+    assert.equal(formatPercent(1_000n), '10.00');
+    // The interface shows fee_percent as a JSON number: 2.9.
+    assert.equal(percentNumber(290n), 2.9);
+    assert.equal(percentNumber(1_000n), 10);
+    assert.equal(percentOf(10_000n, 290n), 290n);
+  });
+
+  test('a rate may have several whole digits, no decimals, or spaces around it', () => {
+    // An FX rate of 10 or more (EUR→JPY-like) must not lose its whole digits.
+    assert.equal(parseRate('10.5'), 10_500_000n);
+    assert.equal(parseRate('123.456789'), 123_456_789n);
+    assert.equal(parseRate('2'), 2_000_000n);
+    assert.equal(parseRate(' 1.08 '), 1_080_000n);
+    assert.equal(convert(10_000n, parseRate('10.5')), 105_000n);
+  });
+
+  test('toBigInt reads null and undefined as zero and keeps only the integer part of a numeric string', () => {
+    assert.equal(toBigInt(undefined), 0n);
+    assert.equal(toBigInt(null), 0n);
+    assert.equal(toBigInt('42.99'), 42n);
+    assert.equal(toBigInt('.5'), 0n);
+    assert.equal(toBigInt('9007199254740993'), 9_007_199_254_740_993n);
+  });
 });

@@ -12,6 +12,7 @@ import {
   startTestServer,
   type TestServer,
 } from '../helpers/server.ts';
+import { assertCleanConsole, fillCard } from './helpers/checkout-page.ts';
 import {
   launchChromium,
   type MerchantSite,
@@ -25,15 +26,6 @@ const PRODUCTS = [
   { name: 'Espresso beans, 1 kg', unit_price: '19.90', quantity: 2 },
   { name: 'Shipping', unit_price: '5.00', quantity: 1 },
 ];
-const EXPIRY = `12 / ${String((new Date().getFullYear() + 3) % 100).padStart(2, '0')}`;
-
-async function fillCard(page: Page, number: string): Promise<void> {
-  await page.getByLabel('Name on card').fill('Ada Lovelace');
-  await page.getByLabel('Card number').fill(number);
-  await page.getByLabel('Expiry date').fill(EXPIRY);
-  await page.getByLabel('Security code').fill('123');
-}
-
 /** Card data went only into the body of POST /pay/: never a URL, storage, a cookie or the console. */
 async function assertNoCardLeak(page: Page, record: PageRecord, numbers: string[]): Promise<void> {
   const forms = numbers.flatMap((number) => {
@@ -55,15 +47,6 @@ async function assertNoCardLeak(page: Page, record: PageRecord, numbers: string[
     );
     assert.deepEqual(stored, { local: 0, session: 0, cookie: '' });
   }
-}
-
-/** No script errors, and no Content-Security-Policy or Trusted Types violation on the page. */
-function assertCleanConsole(record: PageRecord): void {
-  assert.deepEqual(record.errors, []);
-  const violations = record.console.filter((line) =>
-    /Content Security Policy|Trusted Type|Refused to/i.test(line),
-  );
-  assert.deepEqual(violations, []);
 }
 
 const payRequests = (record: PageRecord) =>

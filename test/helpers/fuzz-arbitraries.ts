@@ -515,6 +515,9 @@ export function paramKind(operation: Operation, param: string): RefKind | null {
   if (path.includes('/products/')) return 'product';
   if (path.includes('/api-keys/')) return 'apiKey';
   if (path.includes('/deliveries/')) return 'delivery';
+  if (path.includes('/members/')) return 'member';
+  if (path.includes('/invitations/')) return 'invitation';
+  if (path.includes('/auth/sessions/')) return 'session';
   return null;
 }
 

@@ -1,10 +1,12 @@
 // One organization with something of everything, for the fuzz and security tests: a session, a
 // production key (all scopes), a sandbox key, a revoked key, products, payment links, checkouts,
 // paid payments with a refund in both environments, a webhook endpoint with a delivery, a payout.
+
 import assert from 'node:assert/strict';
 import { randomBase62, sha256Hex } from '../../src/lib/ids.ts';
 import { createKey } from '../../src/modules/api-keys/service.ts';
 import type { Environment } from '../../src/modules/api-keys/table.ts';
+import { OPERATOR } from '../../src/modules/audit/record.ts';
 import { authenticateSession, login } from '../../src/modules/auth/service.ts';
 import { createMerchant } from '../../src/modules/organizations/service.ts';
 import { jsonCall } from './fuzz.ts';
@@ -25,7 +27,10 @@ export type RefKind =
   | 'sandboxCheckout'
   | 'checkoutToken'
   | 'payout'
-  | 'slug';
+  | 'slug'
+  | 'member'
+  | 'invitation'
+  | 'session';
 
 export const REF_KINDS: RefKind[] = [
   'payment',
@@ -41,6 +46,9 @@ export const REF_KINDS: RefKind[] = [
   'checkoutToken',
   'payout',
   'slug',
+  'member',
+  'invitation',
+  'session',
 ];
 
 export interface OrgFixture {
@@ -233,6 +241,17 @@ export async function createOrgFixture(server: TestServer, name: string): Promis
     .where('organization_id', '=', merchant.organizationId)
     .execute();
 
+  // Team and account ids: the owner (a member), a pending invitation, the fixture's session.
+  const invitation = await ok<{ id: number }>(
+    server,
+    'POST',
+    '/api/organization/members/',
+    { ...session, body: { email: `invited-${merchant.organizationId}@fuzz.test`, role: 'viewer' } },
+    201,
+  );
+  const team = await ok<{ members: { id: number }[] }>(server, 'GET', '/api/organization/members/', session);
+  const sessions = await ok<{ id: number }[]>(server, 'GET', '/api/auth/sessions/', session);
+
   const payments = await db
     .selectFrom('payments')
     .select(['id', 'public_id', 'environment'])
@@ -266,6 +285,9 @@ export async function createOrgFixture(server: TestServer, name: string): Promis
       checkoutToken: checkouts.map((c) => c.token),
       payout: [payout.id, ...payoutRows.map((p) => String(p.id))],
       slug: [merchant.slug],
+      member: team.members.map((m) => String(m.id)),
+      invitation: [String(invitation.id)],
+      session: sessions.map((s) => String(s.id)),
     },
     secrets: [merchant.password, merchant.token, firstKey, prodKey, sandboxKey, endpoint.raw_secret],
   };
@@ -299,11 +321,16 @@ export async function restoreCredentials(server: TestServer, fixture: OrgFixture
       .where('status', '=', 'active')
       .execute();
     fixture.revokedKeys.push(fixture[field]);
-    const issued = await createKey(ctx, fixture.organizationId, {
-      name: 'fuzz',
-      allowed_scopes: '',
-      environment,
-    });
+    const issued = await createKey(
+      ctx,
+      fixture.organizationId,
+      {
+        name: 'fuzz',
+        allowed_scopes: '',
+        environment,
+      },
+      OPERATOR,
+    );
     fixture[field] = issued.raw_key;
     fixture.refs.apiKey.push(String(issued.id));
   }

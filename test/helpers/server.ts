@@ -50,6 +50,9 @@ export async function testEnv(
     // Limits are exercised by their own tests with low values; elsewhere they must not interfere.
     KASSA_RATE_LIMIT_API_KEY: '1000000',
     KASSA_RATE_LIMIT_PUBLIC: '1000000',
+    KASSA_RATE_LIMIT_DECLINES_PER_ADDRESS: '1000000',
+    // Webhook tests run their receivers on loopback; the SSRF guard's own tests turn this off.
+    KASSA_WEBHOOK_ALLOW_PRIVATE: 'true',
     ...extra,
   };
   let schema: string | null = null;

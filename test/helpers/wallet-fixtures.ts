@@ -26,7 +26,7 @@ export interface PaymentFixture {
 }
 
 export async function createPaidPayment(
-  ctx: Pick<AppContext, 'db' | 'clock' | 'provider' | 'config'>,
+  ctx: Pick<AppContext, 'db' | 'clock' | 'providers' | 'config'>,
   fixture: PaymentFixture,
 ): Promise<PaymentRow> {
   const environment = fixture.environment ?? 'production';
@@ -41,12 +41,15 @@ export async function createPaidPayment(
   const publicId = newPublicId('payment');
   // Undecided or failed payments get no provider payment: the payment sync would otherwise decide them.
   const decided = status === 'paid' || status === 'refund_pending' || status === 'refunded';
+  const simulator = ctx.providers.forEnvironment(environment);
   const provider = decided
-    ? await ctx.provider.createPayment({
-        reference: publicId,
+    ? await simulator.chargeCard({
+        idempotencyKey: `kassa-pay-${publicId}-1`,
+        payment: { reference: publicId, providerPaymentId: null },
         environment,
         amountMinor: gross,
         currency,
+        metadata: {},
         card: {
           number: '4242424242424242',
           expMonth: 12,
@@ -55,7 +58,6 @@ export async function createPaidPayment(
           holderName: 'Test Payer',
         },
         simulate: null,
-        providerPaymentId: null,
         refundBasisMinor: grossHt,
       })
     : null;
@@ -111,8 +113,8 @@ export async function createPaidPayment(
       net_usd: Number(convert(gross - fee, fxRate)),
       payer_email: 'payer@example.test',
       products: JSON.stringify([{ id: 'adhoc', name: 'Widget' }]),
-      provider: ctx.provider.name,
-      provider_payment_id: provider?.providerPaymentId ?? null,
+      provider: simulator.name,
+      provider_payment_id: provider?.payment?.providerPaymentId ?? null,
       provider_refund_state: fixture.providerRefundState ?? null,
       deposit_status: status === 'paid' ? 'succeeded' : null,
       settled_at: null,

@@ -1,5 +1,6 @@
 // The hosted checkout page, /checkout/{token}: order summary, card form, and the outcome screens.
-// The token comes from the page's own URL; card data goes only into the body of the pay request.
+// The token comes from the page's own URL. With the simulator, card data goes only into the body of the
+// pay request; with Stripe, the card is typed into Stripe's Payment Element and never reaches Kassa.
 
 const token = pathParameter();
 const base = `/api/checkout/${encodeURIComponent(token)}/`;
@@ -7,6 +8,8 @@ const POLL_MS = 1500;
 let currency = 'USD';
 let busy = false;
 let payLabel = 'Pay';
+/** Stripe redirects back to ?return=1 after a 3-D Secure step or a wallet: the status is asked first. */
+let returned = new URLSearchParams(location.search).get('return') === '1';
 
 const MESSAGES = {
   notfound: [
@@ -109,6 +112,12 @@ function renderSession(data) {
   text('merchant', merchant);
   document.title = `Pay ${merchant}`;
   $('test-mode').hidden = data.environment !== 'sandbox';
+  // Production running on the simulator (KASSA_ALLOW_SIMULATOR): no real money moves, and the page says so.
+  $('simulated').hidden = !(
+    data.environment === 'production' &&
+    data.provider &&
+    data.provider.name === 'simulator'
+  );
   const lines = (data.items || []).map((item) => ({
     name: item.name,
     quantity: item.quantity,
@@ -125,6 +134,10 @@ function renderSession(data) {
   }
   payLabel = `Pay ${money(data.total, currency)}`;
   text('pay-button', payLabel);
+  const stripe = data.provider && data.provider.name === 'stripe';
+  $('card-fields').hidden = stripe;
+  $('stripe-element').hidden = !stripe;
+  if (stripe) mountStripe(data.provider);
   const expires = Number(data.expires_at) * 1000;
   if (Number.isFinite(expires) && expires > 0) {
     const at = new Date(expires).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
@@ -161,7 +174,15 @@ async function load(message) {
       'This checkout has expired. Ask the merchant for a new link if you still want to pay.',
     );
   if (data.status === 'pending') return syncUntilDone();
+  if (returned && data.status === 'open') {
+    returned = false;
+    return syncUntilDone();
+  }
   const attempts = data.attempts || [];
+  if (data.status === 'open' && data.next_action && data.next_action.type === 'simulator_challenge') {
+    renderSession(data);
+    return showChallenge(data.next_action);
+  }
   if (data.status !== 'open')
     return finishWith(
       { status: data.sync_status, redirect_url: data.redirect_url },
@@ -212,6 +233,7 @@ async function pay(event) {
   event.preventDefault();
   if (busy) return;
   formError(null);
+  if (stripeForm) return payWithStripe();
   if (!validateAll(CHECKS)) return;
   const expiry = parseExpiry($('card_expiry').value);
   setBusy(true, 'Processing…');
@@ -238,10 +260,111 @@ function attempted(data) {
   const attempt = data.attempt || {};
   if (finishWith(data, failureSentence(attempt))) return;
   if (data.payment_status === 'pending') return syncUntilDone();
+  if (data.next_action && data.next_action.type === 'simulator_challenge')
+    return showChallenge(data.next_action);
+  if (data.outcome === 'unknown') return confirmUnknown();
   setBusy(false);
   formError(`${attempt.errorMessage || 'Your card was declined.'} Check the details or use another card.`);
   $('card_cvc').value = '';
   $('card_number').focus();
+}
+
+// ---- Stripe's Payment Element (production on Stripe): Stripe.js is loaded by the page in that mode only.
+
+let stripeForm = null;
+
+/** Resolves with window.Stripe once Stripe.js has loaded, or null after a while. */
+async function stripeJs() {
+  for (let i = 0; i < 100 && !window.Stripe; i++) await sleep(100);
+  return window.Stripe || null;
+}
+
+async function mountStripe(provider) {
+  if (stripeForm && stripeForm.clientSecret === provider.client_secret) return;
+  if (!provider.client_secret) {
+    // The payment is still being prepared with Stripe: read the checkout again in a moment.
+    formError('Preparing the payment form…');
+    await sleep(POLL_MS);
+    return load();
+  }
+  const StripeJs = await stripeJs();
+  if (!StripeJs)
+    return formError('The payment form could not be loaded. Check your connection and reload the page.');
+  const stripe = StripeJs(provider.publishable_key);
+  const elements = stripe.elements({ clientSecret: provider.client_secret });
+  elements.create('payment').mount('#stripe-element');
+  stripeForm = { stripe, elements, clientSecret: provider.client_secret };
+  formError(null);
+}
+
+async function payWithStripe() {
+  setBusy(true, 'Processing…');
+  const result = await stripeForm.stripe.confirmPayment({
+    elements: stripeForm.elements,
+    confirmParams: { return_url: `${location.origin}/checkout/${encodeURIComponent(token)}?return=1` },
+    redirect: 'if_required',
+  });
+  if (result.error) {
+    // The decline is Stripe's; sync-status records it as an attempt here too.
+    await api('POST', '/api/checkout/sync-status/', { token });
+    setBusy(false);
+    return formError(
+      `${result.error.message || 'Your card was declined.'} Check the details or use another card.`,
+    );
+  }
+  return syncUntilDone();
+}
+
+// ---- 3-D Secure (the simulator's step): the bank asks the customer to confirm; its answer decides the attempt.
+
+let challenge = null;
+
+function showChallenge(action) {
+  challenge = action;
+  setBusy(false);
+  $('challenge-error').hidden = true;
+  showScreen('challenge');
+  $('challenge-title').focus();
+}
+
+async function answerChallenge(answer) {
+  if (!challenge || busy) return;
+  busy = true;
+  $('challenge-approve').disabled = true;
+  $('challenge-fail').disabled = true;
+  const response = await api('POST', challenge.url, { answer });
+  busy = false;
+  $('challenge-approve').disabled = false;
+  $('challenge-fail').disabled = false;
+  if (response.status !== 200) {
+    text('challenge-error', 'Your answer could not be sent. Check your connection and try again.').hidden =
+      false;
+    return;
+  }
+  challenge = null;
+  // Approved: the payment is decided; failed: the form comes back with the decline, to try another card.
+  if (response.data.status === 'approved') return syncUntilDone();
+  return load(
+    'The 3-D Secure authentication failed. Your payment could not be completed; try again or use another card.',
+  );
+}
+
+$('challenge-approve').addEventListener('click', () => answerChallenge('approve'));
+$('challenge-fail').addEventListener('click', () => answerChallenge('fail'));
+
+/** No answer came back from the payment service: ask for the status a few times before offering the form. */
+async function confirmUnknown() {
+  showResult(
+    'pending',
+    'Confirming your payment…',
+    'We are confirming your payment with the bank. Keep this page open.',
+  );
+  for (let i = 0; i < 8; i++) {
+    await sleep(POLL_MS);
+    const response = await api('POST', '/api/checkout/sync-status/', { token });
+    if (response.status === 200 && finishWith(response.data)) return;
+  }
+  return load('We could not confirm your last attempt yet. Check with your bank before paying again.');
 }
 
 async function cancel() {

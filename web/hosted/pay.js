@@ -37,7 +37,6 @@ function renderLink(data) {
   const currency = data.currency || 'USD';
   const merchant = (data.merchant && data.merchant.name) || 'Payment';
   text('merchant', merchant);
-  text('link-name', data.name || '');
   document.title = `Pay ${merchant}`;
   const lines = (data.products || []).map((line) => ({
     name: line.name,

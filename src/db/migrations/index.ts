@@ -8,6 +8,11 @@ import { webhooks } from './004-webhooks.ts';
 import { paymentLinks } from './005-payment-links.ts';
 import { developer } from './006-developer.ts';
 import { retention } from './007-retention.ts';
+import { hardening } from './008-hardening.ts';
+import { providerV2 } from './009-provider-v2.ts';
+import { accounts } from './010-accounts.ts';
+import { integrate } from './011-integrate.ts';
+import { dashboard } from './012-dashboard.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -18,5 +23,10 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '005_payment_links': paymentLinks(kind),
     '006_developer': developer(kind),
     '007_retention': retention(),
+    '008_hardening': hardening(),
+    '009_provider_v2': providerV2(kind),
+    '010_accounts': accounts(kind),
+    '011_integrate': integrate(),
+    '012_dashboard': dashboard(kind),
   };
 }

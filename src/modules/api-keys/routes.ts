@@ -4,6 +4,7 @@ import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
+import { actorOf } from '../audit/record.ts';
 import { ApiKey, ApiKeyIssued, ApiKeyList } from './schemas.ts';
 import { createKey, listKeys, revokeKey, rotateKey } from './service.ts';
 
@@ -30,11 +31,16 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
     },
     async (request, reply) => {
       const { name, allowed_scopes = '', environment } = request.body;
-      const key = await createKey(ctx, sessionOf(request).organizationId, {
-        name,
-        allowed_scopes,
-        environment,
-      });
+      const key = await createKey(
+        ctx,
+        sessionOf(request).organizationId,
+        {
+          name,
+          allowed_scopes,
+          environment,
+        },
+        actorOf(request),
+      );
       return reply.code(201).send(key);
     },
   );
@@ -52,7 +58,12 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
       },
     },
     async (request) =>
-      rotateKey(ctx, sessionOf(request).organizationId, request.body?.environment ?? 'production'),
+      rotateKey(
+        ctx,
+        sessionOf(request).organizationId,
+        request.body?.environment ?? 'production',
+        actorOf(request),
+      ),
   );
 
   app.post(
@@ -61,7 +72,7 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
     async (request) => {
       const id = parseNumericId(request.params.id);
       if (id === null) throw new NotFoundError('API key not found.');
-      return revokeKey(ctx, sessionOf(request).organizationId, id);
+      return revokeKey(ctx, sessionOf(request).organizationId, id, actorOf(request));
     },
   );
 }

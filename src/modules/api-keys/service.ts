@@ -4,6 +4,7 @@ import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../http/errors.ts';
 import { randomBase62, sha256Hex } from '../../lib/ids.ts';
+import { type Actor, recordAudit } from '../audit/record.ts';
 import { allowsAny, parseAllowedScopes, type Scope, ScopeParseError } from './scopes.ts';
 import * as store from './store.ts';
 import type { ApiKeyRow, Environment } from './table.ts';
@@ -112,6 +113,7 @@ export async function createKey(
   ctx: AppContext,
   organizationId: number,
   input: { name: string; allowed_scopes: string; environment?: Environment },
+  actor: Actor,
 ) {
   const name = input.name.trim();
   if (!name) throw new ValidationError('name: may not be blank.');
@@ -123,26 +125,68 @@ export async function createKey(
     if (active.length >= organization.max_active_api_keys) {
       throw new ValidationError('An active API key already exists for this environment. Rotate it instead.');
     }
-    return issue(trx, ctx, organizationId, name, scopes, environment);
+    const key = await issue(trx, ctx, organizationId, name, scopes, environment);
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      { action: 'api_key.created', target: { type: 'api_key', id: key.id }, details: keyDetails(key) },
+      key.created_at,
+    );
+    return key;
   });
 }
 
-export async function rotateKey(ctx: AppContext, organizationId: number, environment: Environment) {
+function keyDetails(key: { name: string; prefix: string; environment: string; scopes: string[] }) {
+  return { name: key.name, prefix: key.prefix, environment: key.environment, scopes: key.scopes };
+}
+
+export async function rotateKey(
+  ctx: AppContext,
+  organizationId: number,
+  environment: Environment,
+  actor: Actor,
+) {
   return ctx.db.transaction().execute(async (trx) => {
     await lockOrganization(trx, organizationId);
     const [current] = await store.activeKeys(trx, organizationId, environment);
     if (!current)
       throw new NotFoundError(`There is no active ${environment} API key to rotate; create one instead.`);
     await store.revokeKey(trx, organizationId, current.id, ctx.clock().toISOString());
-    return issue(trx, ctx, organizationId, current.name, current.scopes, environment);
+    const key = await issue(trx, ctx, organizationId, current.name, current.scopes, environment);
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'api_key.rotated',
+        target: { type: 'api_key', id: key.id },
+        details: { ...keyDetails(key), replaced_key_id: current.id, replaced_prefix: current.prefix },
+      },
+      key.created_at,
+    );
+    return key;
   });
 }
 
-export async function revokeKey(ctx: AppContext, organizationId: number, id: number) {
-  await store.revokeKey(ctx.db, organizationId, id, ctx.clock().toISOString());
-  const row = await store.findKey(ctx.db, organizationId, id);
-  if (!row) throw new NotFoundError('API key not found.');
-  return presentKey(row);
+export async function revokeKey(ctx: AppContext, organizationId: number, id: number, actor: Actor) {
+  const now = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const revoked = await store.revokeKey(trx, organizationId, id, now);
+    const row = await store.findKey(trx, organizationId, id);
+    if (!row) throw new NotFoundError('API key not found.');
+    const key = presentKey(row);
+    if (Number(revoked[0]?.numUpdatedRows ?? 0) > 0) {
+      await recordAudit(
+        trx,
+        organizationId,
+        actor,
+        { action: 'api_key.revoked', target: { type: 'api_key', id }, details: keyDetails(key) },
+        now,
+      );
+    }
+    return key;
+  });
 }
 
 export async function listKeys(ctx: AppContext, organizationId: number) {

@@ -1,13 +1,21 @@
-// Dashboard sessions: password login, token issue and check, logout.
+// Dashboard sessions: the password step of a login, the two-factor step when the user has it, token issue
+// and check, recent authentication, the session list, logout.
 // Tokens are 256 random bits; only their SHA-256 is stored. Idle expiry 12 h, absolute 7 days.
 import type { AppContext } from '../../context.ts';
-import { DUMMY_PASSWORD_HASH, verifyPassword } from '../../lib/crypto.ts';
+import type { Executor } from '../../db/database.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../http/errors.ts';
 import { newToken, sha256Hex } from '../../lib/ids.ts';
+import { type Client, recordAccountAudit, recordAudit, userActor } from '../audit/record.ts';
+import type { Role } from '../members/roles.ts';
+import { passwordMatches } from './passwords.ts';
 import * as store from './store.ts';
+import type { UserRow } from './table.ts';
+import { spendSecondFactor } from './two-factor.ts';
 
 export const IDLE_TIMEOUT_MS = 12 * 3600 * 1000;
 export const ABSOLUTE_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 const TOUCH_INTERVAL_MS = 60 * 1000;
+const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 
 export interface SessionPrincipal {
   kind: 'session';
@@ -17,50 +25,213 @@ export interface SessionPrincipal {
   user: { id: number; email: string; name: string };
   organization: { id: number; slug: string; name: string };
   expiresAt: string;
+  role: Role;
+  twoFactorEnabled: boolean;
+  /** The organization requires two-factor and this member has not set it up: only their account is open. */
+  twoFactorSetupRequired: boolean;
+  /** The last login or identity confirmation of this session. */
+  authenticatedAt: string | null;
 }
 
-export interface LoginResult {
-  token: string;
+export interface SessionBody {
   expires_at: string;
   user: { id: number; email: string; name: string };
   organization: { id: number; slug: string; name: string };
+  role: Role;
+  two_factor_enabled: boolean;
+  two_factor_setup_required: boolean;
 }
+
+export interface LoginResult extends SessionBody {
+  token: string;
+}
+
+export type LoginOutcome =
+  | { kind: 'failed' }
+  | { kind: 'challenge'; body: { two_factor_required: true; challenge: string; expires_at: string } }
+  | { kind: 'session'; result: LoginResult };
 
 function effectiveExpiry(createdAt: string, lastSeenAt: string): number {
   return Math.min(Date.parse(lastSeenAt) + IDLE_TIMEOUT_MS, Date.parse(createdAt) + ABSOLUTE_TIMEOUT_MS);
 }
 
-/** Returns the session for valid credentials, or null; the work done is the same for unknown emails. */
-export async function login(ctx: AppContext, email: string, password: string): Promise<LoginResult | null> {
-  const user = await store.findUserByEmail(ctx.db, email);
-  const valid = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
-  if (!user || !valid) return null;
-  const organization = await ctx.db
-    .selectFrom('organizations')
-    .select(['id', 'slug', 'name'])
-    .where('id', '=', user.organization_id)
-    .executeTakeFirstOrThrow();
-  const now = ctx.clock();
+export function sessionBody(principal: SessionPrincipal): SessionBody {
+  return {
+    expires_at: principal.expiresAt,
+    user: principal.user,
+    organization: principal.organization,
+    role: principal.role,
+    two_factor_enabled: principal.twoFactorEnabled,
+    two_factor_setup_required: principal.twoFactorSetupRequired,
+  };
+}
+
+async function loginFailed(ctx: AppContext, user: UserRow, client: Client, reason: string) {
+  const now = ctx.clock().toISOString();
+  await ctx.db
+    .transaction()
+    .execute((trx) => recordAccountAudit(trx, user, client, 'login.failed', now, { reason }));
+}
+
+/** Issues a session for a user who proved who they are, with its audit entry, in one transaction. */
+export async function issueSession(
+  trx: Executor,
+  ctx: AppContext,
+  user: UserRow,
+  client: Client,
+  audit: { action: string; details: Record<string, unknown> },
+): Promise<LoginResult> {
+  const organization = await store.findOrganization(trx, user.organization_id);
+  const now = ctx.clock().toISOString();
   const token = newToken();
-  await store.insertSession(ctx.db, {
+  await store.insertSession(trx, {
     tokenHash: sha256Hex(token),
     userId: user.id,
     organizationId: organization.id,
-    now: now.toISOString(),
-    expiresAt: new Date(now.getTime() + ABSOLUTE_TIMEOUT_MS).toISOString(),
+    now,
+    expiresAt: new Date(Date.parse(now) + ABSOLUTE_TIMEOUT_MS).toISOString(),
+    ...client,
   });
+  await store.setLastLogin(trx, user.id, now);
+  await recordAccountAudit(trx, user, client, audit.action, now, audit.details);
+  const twoFactorEnabled = user.totp_enabled_at !== null;
   return {
     token,
-    expires_at: new Date(effectiveExpiry(now.toISOString(), now.toISOString())).toISOString(),
+    expires_at: new Date(effectiveExpiry(now, now)).toISOString(),
     user: { id: user.id, email: user.email, name: user.name },
-    organization,
+    organization: { id: organization.id, slug: organization.slug, name: organization.name },
+    role: user.role,
+    two_factor_enabled: twoFactorEnabled,
+    two_factor_setup_required: organization.require_two_factor === 1 && !twoFactorEnabled,
   };
+}
+
+/** The password step. The work done is the same for unknown emails (a dummy hash). */
+export async function passwordStep(
+  ctx: AppContext,
+  email: string,
+  password: string,
+  client: Client,
+): Promise<LoginOutcome> {
+  const user = await store.findUserByEmail(ctx.db, email);
+  const valid = await passwordMatches(user?.password_hash, password, client.ip);
+  if (!user) return { kind: 'failed' };
+  if (!valid) {
+    await loginFailed(ctx, user, client, 'password');
+    return { kind: 'failed' };
+  }
+  if (user.totp_enabled_at === null) {
+    const result = await ctx.db
+      .transaction()
+      .execute((trx) =>
+        issueSession(trx, ctx, user, client, { action: 'login.succeeded', details: { two_factor: false } }),
+      );
+    return { kind: 'session', result };
+  }
+  const challenge = newToken();
+  const now = ctx.clock();
+  const expiresAt = new Date(now.getTime() + CHALLENGE_TTL_MS).toISOString();
+  await ctx.db
+    .insertInto('login_challenges')
+    .values({
+      user_id: user.id,
+      token_hash: sha256Hex(challenge),
+      created_at: now.toISOString(),
+      expires_at: expiresAt,
+    })
+    .execute();
+  return { kind: 'challenge', body: { two_factor_required: true, challenge, expires_at: expiresAt } };
+}
+
+/** A password login without a second step (operator tools and test fixtures): the session, or null. */
+export async function login(
+  ctx: AppContext,
+  email: string,
+  password: string,
+  client: Client = { ip: null, userAgent: null },
+): Promise<LoginResult | null> {
+  const outcome = await passwordStep(ctx, email, password, client);
+  return outcome.kind === 'session' ? outcome.result : null;
+}
+
+/** The user a live login challenge belongs to (so the limiter can count the attempt against them). */
+export async function challengedUser(ctx: AppContext, challenge: string): Promise<UserRow> {
+  const now = ctx.clock().toISOString();
+  const row = await ctx.db
+    .selectFrom('login_challenges')
+    .select(['user_id'])
+    .where('token_hash', '=', sha256Hex(challenge))
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  const user = row && (await store.findUserById(ctx.db, row.user_id));
+  if (!user || user.totp_enabled_at === null)
+    throw new UnauthorizedError('This login challenge is invalid or has expired. Log in again.');
+  return user;
+}
+
+/** The second step: a TOTP code (each step accepted once) or an unused recovery code. */
+export async function secondStep(
+  ctx: AppContext,
+  user: UserRow,
+  challenge: string,
+  code: string,
+  client: Client,
+): Promise<LoginResult | null> {
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    const now = ctx.clock().toISOString();
+    const method = await spendSecondFactor(trx, ctx, user, code, client);
+    if (!method) return null;
+    const consumed = await trx
+      .updateTable('login_challenges')
+      .set({ used_at: now })
+      .where('token_hash', '=', sha256Hex(challenge))
+      .where('used_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(consumed.numUpdatedRows) !== 1)
+      throw new UnauthorizedError('This login challenge is invalid or has expired. Log in again.');
+    return issueSession(trx, ctx, user, client, {
+      action: 'login.succeeded',
+      details: { two_factor: true, method },
+    });
+  });
+  if (!result) await loginFailed(ctx, user, client, 'two_factor_code');
+  return result;
+}
+
+/** POST /auth/confirm/: the password, or a second-factor code, makes the session recent again. */
+export async function confirmIdentity(
+  ctx: AppContext,
+  principal: SessionPrincipal,
+  proof: { password?: string; code?: string },
+  client: Client,
+): Promise<boolean> {
+  const user = await store.findUserById(ctx.db, principal.userId);
+  if (!user) throw new UnauthorizedError('Invalid or expired session token.');
+  const now = ctx.clock().toISOString();
+  if (proof.password !== undefined) {
+    if (!(await passwordMatches(user.password_hash, proof.password, client.ip))) return false;
+    await ctx.db.transaction().execute(async (trx) => {
+      await store.markAuthenticated(trx, principal.sessionId, now);
+      await recordAccountAudit(trx, user, client, 'identity.confirmed', now, { method: 'password' });
+    });
+    return true;
+  }
+  if (user.totp_enabled_at === null)
+    throw new ForbiddenError('Two-factor is not on for your account; confirm with your password.');
+  return ctx.db.transaction().execute(async (trx) => {
+    const method = await spendSecondFactor(trx, ctx, user, proof.code ?? '', client);
+    if (!method) return false;
+    await store.markAuthenticated(trx, principal.sessionId, now);
+    await recordAccountAudit(trx, user, client, 'identity.confirmed', now, { method });
+    return true;
+  });
 }
 
 export async function authenticateSession(ctx: AppContext, token: string): Promise<SessionPrincipal | null> {
   if (token.length < 20 || token.length > 100) return null;
   const row = await store.findSessionByHash(ctx.db, sha256Hex(token));
-  if (!row || row.revoked_at) return null;
+  if (!row || row.revoked_at || row.removed_at) return null;
   const now = ctx.clock().getTime();
   const expiry = effectiveExpiry(row.created_at, row.last_seen_at);
   if (now >= expiry) return null;
@@ -69,6 +240,7 @@ export async function authenticateSession(ctx: AppContext, token: string): Promi
     lastSeen = new Date(now).toISOString();
     await store.touchSession(ctx.db, row.session_id, lastSeen);
   }
+  const twoFactorEnabled = row.totp_enabled_at !== null;
   return {
     kind: 'session',
     sessionId: row.session_id,
@@ -77,9 +249,53 @@ export async function authenticateSession(ctx: AppContext, token: string): Promi
     user: { id: row.user_id, email: row.email, name: row.user_name },
     organization: { id: row.organization_id, slug: row.slug, name: row.organization_name },
     expiresAt: new Date(effectiveExpiry(row.created_at, lastSeen)).toISOString(),
+    role: row.role,
+    twoFactorEnabled,
+    twoFactorSetupRequired: row.require_two_factor === 1 && !twoFactorEnabled,
+    authenticatedAt: row.authenticated_at,
   };
 }
 
 export async function logout(ctx: AppContext, sessionId: number): Promise<void> {
   await store.revokeSession(ctx.db, sessionId, ctx.clock().toISOString());
+}
+
+/** GET /auth/sessions/: the user's live sessions, the current one marked. */
+export async function listSessions(ctx: AppContext, principal: SessionPrincipal) {
+  const now = ctx.clock();
+  const rows = await store.liveSessionsOf(ctx.db, principal.userId, now.toISOString());
+  return rows
+    .filter((row) => effectiveExpiry(row.created_at, row.last_seen_at) > now.getTime())
+    .map((row) => ({
+      id: row.id,
+      created_at: row.created_at,
+      last_seen_at: row.last_seen_at,
+      ip: row.ip,
+      user_agent: row.user_agent,
+      current: row.id === principal.sessionId,
+    }));
+}
+
+/** DELETE /auth/sessions/{id}/: ends one of the user's own sessions (the current one too). */
+export async function revokeOwnSession(
+  ctx: AppContext,
+  principal: SessionPrincipal,
+  sessionId: number,
+  client: Client,
+) {
+  const now = ctx.clock().toISOString();
+  await ctx.db.transaction().execute(async (trx) => {
+    if (!(await store.revokeSessionOf(trx, principal.userId, sessionId, now)))
+      throw new NotFoundError('Session not found.');
+    await recordAudit(
+      trx,
+      principal.organizationId,
+      userActor(client, principal.user),
+      {
+        action: 'session.revoked',
+        target: { type: 'session', id: sessionId },
+      },
+      now,
+    );
+  });
 }

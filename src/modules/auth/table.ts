@@ -1,4 +1,5 @@
 import type { Generated, Selectable } from 'kysely';
+import type { Role } from '../members/roles.ts';
 
 export interface UsersTable {
   id: Generated<number>;
@@ -7,6 +8,12 @@ export interface UsersTable {
   name: Generated<string>;
   password_hash: string;
   created_at: string;
+  role: Generated<Role>;
+  removed_at: string | null;
+  totp_secret: string | null;
+  totp_enabled_at: string | null;
+  totp_last_step: number | null;
+  last_login_at: string | null;
 }
 
 export interface SessionsTable {
@@ -18,6 +25,35 @@ export interface SessionsTable {
   last_seen_at: string;
   expires_at: string;
   revoked_at: string | null;
+  authenticated_at: string | null;
+  ip: string | null;
+  user_agent: string | null;
+}
+
+export interface RecoveryCodesTable {
+  id: Generated<number>;
+  user_id: number;
+  code_hash: string;
+  created_at: string;
+  used_at: string | null;
+}
+
+export interface LoginChallengesTable {
+  id: Generated<number>;
+  user_id: number;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+export interface PasswordResetsTable {
+  id: Generated<number>;
+  user_id: number;
+  token_hash: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
 }
 
 export type UserRow = Selectable<UsersTable>;
@@ -25,4 +61,7 @@ export type UserRow = Selectable<UsersTable>;
 export interface AuthTables {
   users: UsersTable;
   sessions: SessionsTable;
+  recovery_codes: RecoveryCodesTable;
+  login_challenges: LoginChallengesTable;
+  password_resets: PasswordResetsTable;
 }

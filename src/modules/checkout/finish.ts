@@ -7,7 +7,7 @@ import { toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { emitCanceledCheckoutEvent } from '../payments/events.ts';
 import * as payments from '../payments/store.ts';
-import { syncPayment } from '../payments/sync.ts';
+import { stopAtProvider, syncPayment } from '../payments/sync.ts';
 import { movePayment } from '../payments/transitions.ts';
 import { findSessionByToken } from './hosted.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, isExpired, presentSyncStatus } from './status.ts';
@@ -16,6 +16,12 @@ import type { CheckoutSessionRow } from './table.ts';
 
 export async function cancelCheckout(ctx: AppContext, token: string) {
   const found = await findSessionByToken(ctx, token);
+  // With a provider whose form is its own (Stripe), the customer's browser could still confirm the payment
+  // there: it is stopped first (a success meanwhile wins, and the cancel then answers 410).
+  const before = await payments.paymentOfCheckout(ctx.db, found.id);
+  if (before?.status === 'processing' && !ctx.providers.named(before.provider).cardForm) {
+    await stopAtProvider(ctx, before);
+  }
   const now = ctx.clock();
   const nowIso = now.toISOString();
   const { session, payment } = await ctx.db.transaction().execute(async (trx) => {
@@ -45,6 +51,8 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
           currency: locked.currency,
           feeBp: toBigInt(organization.fee_bp),
           createdAt: locked.created_at,
+          metadata: locked.metadata,
+          clientReferenceId: locked.client_reference_id,
         },
         nowIso,
       );
@@ -63,7 +71,8 @@ export async function syncCheckout(ctx: AppContext, session: CheckoutSessionRow)
   if (payment && payments.mayStillMove(payment)) await syncPayment(ctx, payment);
   const now = ctx.clock();
   payment = await payments.paymentOfCheckout(ctx.db, session.id);
-  if (payment?.status === 'processing' && isExpired(session, now)) {
+  if (payment?.status === 'processing' && isExpired(session, now) && !attemptInFlight(session, now)) {
+    await stopAtProvider(ctx, payment);
     const paymentId = payment.id;
     await ctx.db.transaction().execute(async (trx) => {
       const locked = await store.lockSession(trx, session.id);

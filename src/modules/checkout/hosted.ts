@@ -1,11 +1,15 @@
-// GET /api/checkout/{token}/: what the hosted page shows. The token is the customer's capability.
+// GET /api/checkout/{token}/: what the hosted page shows, and with a provider that collects the card in its
+// own form (Stripe) what that form needs. The token is the customer's capability.
 import type { AppContext } from '../../context.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { formatAmount, formatPercent, toBigInt } from '../../lib/money.ts';
+import type { NextAction } from '../../provider/types.ts';
 import { presentAttempt } from '../payments/present.ts';
 import * as payments from '../payments/store.ts';
-import type { DepositAttemptRow } from '../payments/table.ts';
+import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
+import { customerErrorMessage } from './card-testing.ts';
 import { type CheckoutItem, lineAmount } from './pricing.ts';
+import { providerForm } from './provider-form.ts';
 import { checkoutState, redirectUrl, syncStatusOf } from './status.ts';
 import * as store from './store.ts';
 import type { CheckoutSessionRow } from './table.ts';
@@ -26,9 +30,40 @@ export function itemsOf(session: CheckoutSessionRow): CheckoutItem[] {
   }));
 }
 
-/** An attempt as the hosted page shows it: the interface's fields plus the card's brand and last 4. */
+/** What Kassa puts on the provider's payment object (Stripe: the PaymentIntent's metadata). */
+export function paymentMetadata(session: CheckoutSessionRow, payment: PaymentRow): Record<string, string> {
+  return {
+    kassa_checkout_id: session.public_id,
+    kassa_transaction_id: payment.public_id,
+    kassa_environment: session.environment,
+  };
+}
+
+/** What the customer must do before the attempt can finish (3-D Secure), as the hosted page reads it. */
+export function presentNextAction(payment: Pick<PaymentRow, 'next_action' | 'status'> | undefined) {
+  if (!payment?.next_action || payment.status !== 'processing') return null;
+  const action = JSON.parse(payment.next_action) as NextAction;
+  if (action.type === 'simulator_challenge') {
+    return {
+      type: action.type,
+      challenge_id: action.challengeId,
+      url: `/api/provider/simulator/challenges/${action.challengeId}/`,
+    };
+  }
+  return { type: action.type };
+}
+
+/**
+ * An attempt as the hosted page shows it: the interface's fields plus the card's brand and last 4, with
+ * one generic decline message instead of the bank's reason (card testing: see card-testing.ts).
+ */
 export function presentHostedAttempt(row: DepositAttemptRow) {
-  return { ...presentAttempt(row), cardBrand: row.card_brand, cardLast4: row.card_last4 };
+  return {
+    ...presentAttempt(row),
+    errorMessage: customerErrorMessage(row.error_message),
+    cardBrand: row.card_brand,
+    cardLast4: row.card_last4,
+  };
 }
 
 export async function findSessionByToken(ctx: AppContext, token: string): Promise<CheckoutSessionRow> {
@@ -39,10 +74,11 @@ export async function findSessionByToken(ctx: AppContext, token: string): Promis
 
 export async function getHostedCheckout(ctx: AppContext, token: string) {
   const session = await findSessionByToken(ctx, token);
-  const [payment, organization] = await Promise.all([
-    payments.paymentOfCheckout(ctx.db, session.id),
+  const [form, organization] = await Promise.all([
+    providerForm(ctx, session),
     store.organizationTerms(ctx.db, session.organization_id),
   ]);
+  const payment = form.payment;
   const attempts = payment ? await payments.attemptsOf(ctx.db, payment.id) : [];
   const state = checkoutState(session, payment, ctx.clock());
   const syncStatus = syncStatusOf(state);
@@ -68,12 +104,17 @@ export async function getHostedCheckout(ctx: AppContext, token: string) {
     subtotal: formatAmount(toBigInt(session.subtotal_ht)),
     tax: formatAmount(toBigInt(session.tax_amount)),
     total: formatAmount(toBigInt(session.gross)),
-    customer: {
-      first_name: session.billing_first_name,
-      last_name: session.billing_last_name,
-      email: session.billing_email,
-      country: session.billing_country,
-    },
+    // The token outlives the checkout (it sits in browser history and redirect logs): once the checkout
+    // is finished its answer no longer names the customer.
+    customer:
+      state === 'open' || state === 'pending'
+        ? {
+            first_name: session.billing_first_name,
+            last_name: session.billing_last_name,
+            email: session.billing_email,
+            country: session.billing_country,
+          }
+        : null,
     attempts: attempts.map(presentHostedAttempt),
     urls: {
       success_url: session.success_url,
@@ -82,5 +123,7 @@ export async function getHostedCheckout(ctx: AppContext, token: string) {
     },
     redirect_url: redirectUrl(session, syncStatus),
     expires_at: Math.floor(Date.parse(session.expires_at) / 1000),
+    provider: form.provider,
+    next_action: presentNextAction(payment),
   };
 }

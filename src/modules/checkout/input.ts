@@ -35,7 +35,7 @@ function optionalText(value: string | null | undefined): string | null {
   return trimmed ? trimmed : null;
 }
 
-function returnUrl(field: string, value: string | null | undefined): string | null {
+export function returnUrl(field: string, value: string | null | undefined): string | null {
   if (value === null || value === undefined || value === '') return null;
   if (!/^https?:\/\/[^\s/?#]+/i.test(value)) throw new ValidationError(`${field}: must be an http(s) URL.`);
   return value;

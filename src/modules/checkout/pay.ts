@@ -1,16 +1,22 @@
-// POST /api/checkout/{token}/pay/: one card attempt. Recorded in three steps, never holding a transaction
-// across the provider call: (1) reserve the attempt and create the payment on the first one, (2) ask the
-// provider, (3) record its answer. Only the brand and last 4 digits are kept; the number is never
-// stored or logged.
+// POST /api/checkout/{token}/pay/: one card attempt on the simulator's form (a provider with its own form,
+// Stripe, refuses card fields here). Recorded in three steps, never holding a transaction across the
+// provider call: (1) reserve the attempt, create the payment on the first one, and commit the attempt's
+// write-ahead operation row; (2) ask the provider under the row's idempotency key; (3) record its answer
+// (an unknown one is left to the reconciler, never tried again). Only the brand and last 4 digits are
+// kept; the number is never stored or logged.
 import type { AppContext } from '../../context.ts';
 import { ConflictError, ValidationError } from '../../http/errors.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { cardBrand, isLuhnValid, normaliseCardNumber } from '../../provider/cards.ts';
-import type { CardInput } from '../../provider/types.ts';
+import { callProvider } from '../../provider/operations/perform.ts';
+import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import type { CardInput, PaymentProvider, PaymentWrite } from '../../provider/types.ts';
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
-import { applyProviderState, openPayment } from '../payments/transitions.ts';
-import { findSessionByToken, itemsOf, presentHostedAttempt } from './hosted.ts';
+import { applyProviderState } from '../payments/transitions.ts';
+import { failAfterDeclineLimit } from './card-testing.ts';
+import { findSessionByToken, paymentMetadata, presentHostedAttempt, presentNextAction } from './hosted.ts';
+import { openCheckoutPayment } from './provider-form.ts';
 import type { PayInput } from './schemas.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, redirectUrl, syncStatusOf } from './status.ts';
 import * as store from './store.ts';
@@ -61,64 +67,83 @@ function assertPayable(session: CheckoutSessionRow, payment: PaymentRow | undefi
   }
 }
 
-/** Step 1: checks the checkout can take an attempt, reserves it, and opens the payment on the first one. */
-async function reserveAttempt(ctx: AppContext, sessionId: number) {
+/** Step 1: checks the checkout can take an attempt, reserves it, opens the payment on the first one, and
+ * records the attempt's operation row (kassa-pay-{id}-{n}) before the provider hears of it. */
+async function reserveAttempt(ctx: AppContext, sessionId: number, provider: PaymentProvider) {
   const now = ctx.clock();
   const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
     const session = await store.lockSession(trx, sessionId);
-    const existing = await payments.paymentOfCheckout(trx, session.id);
-    assertPayable(session, existing, now);
+    let payment = await payments.paymentOfCheckout(trx, session.id);
+    assertPayable(session, payment, now);
     await store.updateSession(trx, session.id, {
       attempt_locked_until: new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString(),
     });
-    if (existing) return { session, payment: existing };
-    const organization = await store.organizationTerms(trx, session.organization_id);
-    const payment = await openPayment(
+    payment ??= await openCheckoutPayment(ctx, trx, session, provider, nowIso);
+    const attemptNumber = (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;
+    const operation = await recordOperation(
       trx,
-      session,
       {
-        feeBp: toBigInt(organization.fee_bp),
-        fxEurUsd: ctx.config.fxEurUsd,
-        provider: ctx.provider.name,
-        items: itemsOf(session),
+        kind: 'payment_attempt',
+        idempotencyKey: `kassa-pay-${payment.public_id}-${attemptNumber}`,
+        provider: provider.name,
+        environment: session.environment,
+        organizationId: session.organization_id,
+        subjectType: 'payment',
+        subjectId: payment.id,
+        reference: payment.public_id,
       },
       nowIso,
+      ctx.config.reconcileScheduleMs,
     );
-    return { session, payment };
+    return { session, payment, operation };
   });
 }
 
+/** The provider takes the card in its own form (Stripe): card details never reach Kassa. */
+const CARD_FORM_ONLY =
+  "card_number: this checkout's card is entered in the payment provider's form; card details are not accepted here.";
+
 export async function payCheckout(ctx: AppContext, token: string, input: PayInput) {
   const found = await findSessionByToken(ctx, token);
+  const provider = ctx.providers.forEnvironment(found.environment);
+  if (!provider.cardForm) throw new ValidationError(CARD_FORM_ONLY);
   assertPayable(found, await payments.paymentOfCheckout(ctx.db, found.id), ctx.clock());
   const card = parseCard(input);
-  const { session, payment } = await reserveAttempt(ctx, found.id);
-  let recorded: Awaited<ReturnType<typeof applyProviderState>>;
-  try {
-    const state = await ctx.provider.createPayment({
-      reference: payment.public_id,
+  const { session, payment, operation } = await reserveAttempt(ctx, found.id, provider);
+  const call = await callProvider(ctx.config, operation, () =>
+    provider.chargeCard({
+      idempotencyKey: operation.idempotency_key,
+      payment: { reference: payment.public_id, providerPaymentId: payment.provider_payment_id },
       environment: session.environment,
       amountMinor: toBigInt(payment.gross),
       currency: payment.currency,
+      refundBasisMinor: toBigInt(payment.gross_ht),
       card,
       simulate: session.environment === 'sandbox' ? session.simulate : null,
-      providerPaymentId: payment.provider_payment_id,
-      refundBasisMinor: toBigInt(payment.gross_ht),
-    });
-    recorded = await ctx.db.transaction().execute(async (trx) => {
-      const nowIso = ctx.clock().toISOString();
-      const newest = state.attempts[0];
-      const summary = newest ? { attemptId: newest.attemptId, brand: card.brand, last4: card.last4 } : null;
+      metadata: paymentMetadata(session, payment),
+    }),
+  );
+  const write: PaymentWrite = call.answered
+    ? call.value
+    : { outcome: { status: 'unknown', reason: call.reason }, payment: null };
+  const after = await ctx.db.transaction().execute(async (trx) => {
+    const nowIso = ctx.clock().toISOString();
+    const state = write.payment;
+    let current = payment;
+    if (state) {
+      const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
+      const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;
       const applied = await applyProviderState(trx, payment.id, state, nowIso, summary);
+      current = (await failAfterDeclineLimit(trx, applied, nowIso)).payment;
+    }
+    await settleOperation(trx, operation.id, write.outcome, state?.providerPaymentId ?? null, nowIso);
+    // An unknown answer keeps the lock: no second attempt until the reconciler has read the first back.
+    if (write.outcome.status !== 'unknown') {
       await store.updateSession(trx, session.id, { attempt_locked_until: null, updated_at: nowIso });
-      return applied;
-    });
-  } catch (error) {
-    await store.updateSession(ctx.db, session.id, { attempt_locked_until: null });
-    throw error;
-  }
-  const after = recorded.payment;
+    }
+    return current;
+  });
   const [attempt] = await payments.attemptsOf(ctx.db, after.id);
   const status = syncStatusOf(checkoutState(session, after, ctx.clock()));
   return {
@@ -127,5 +152,7 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
     transaction_id: after.public_id,
     attempt: attempt ? presentHostedAttempt(attempt) : null,
     redirect_url: redirectUrl(session, status),
+    outcome: write.outcome.status,
+    next_action: presentNextAction(after),
   };
 }

@@ -4,12 +4,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { apiKeyOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
+import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
+import { assertAddressMayPay, countDecline } from './card-testing.ts';
 import { cancelCheckout, syncCheckoutById, syncCheckoutByToken } from './finish.ts';
 import { getHostedCheckout } from './hosted.ts';
 import { payCheckout } from './pay.ts';
-import { limitPublicCaller } from './rate-limit.ts';
+import { countUnknownToken, limitPublicCaller } from './rate-limit.ts';
 import {
   CheckoutCreated,
   CreateCheckoutBody,
@@ -49,6 +51,10 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
   app.post(
     '/checkout/sync-status/',
     {
+      bodyLimit: PUBLIC_BODY_LIMIT,
+      onResponse: async (request, reply) => {
+        if (reply.statusCode === 404 && !namesCheckoutId(request.body)) countUnknownToken(ctx, request);
+      },
       // Documented as an API-key route whose key is optional (the OpenAPI generator reads these marks).
       preValidation: Object.assign(
         async function authoriseSync(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
@@ -82,6 +88,9 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('onRequest', async (request, reply) =>
     limitPublicCaller(ctx, request, reply, (request.params as { token?: string }).token ?? ''),
   );
+  app.addHook('onResponse', async (request, reply) => {
+    if (reply.statusCode === 404) countUnknownToken(ctx, request);
+  });
 
   app.get(
     '/checkout/:token/',
@@ -91,13 +100,21 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/checkout/:token/pay/',
-    { schema: { params: TokenParam, body: PayBody, response: { 200: PayResult } } },
-    async (request) => payCheckout(ctx, request.params.token, request.body),
+    {
+      bodyLimit: PUBLIC_BODY_LIMIT,
+      schema: { params: TokenParam, body: PayBody, response: { 200: PayResult } },
+    },
+    async (request, reply) => {
+      assertAddressMayPay(ctx, request, reply);
+      const result = await payCheckout(ctx, request.params.token, request.body);
+      countDecline(ctx, request, result.attempt?.status);
+      return result;
+    },
   );
 
   app.post(
     '/checkout/:token/cancel/',
-    { schema: { params: TokenParam, response: { 200: SyncStatusResult } } },
+    { bodyLimit: PUBLIC_BODY_LIMIT, schema: { params: TokenParam, response: { 200: SyncStatusResult } } },
     async (request) => cancelCheckout(ctx, request.params.token),
   );
 }

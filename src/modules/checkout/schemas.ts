@@ -29,11 +29,28 @@ export const BillingFields = {
 
 export const CheckoutCurrency = Type.Enum(['USD', 'EUR']);
 
+/** A flat {key: string} object: at most 20 keys of at most 40 characters, values of at most 500. */
+export const CheckoutMetadata = Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
+  maxProperties: 20,
+  propertyNames: { minLength: 1, maxLength: 40 },
+  description:
+    'Your own key-value data (at most 20 keys of at most 40 characters, string values of at most 500); ' +
+    'returned on the payment and in its webhooks.',
+});
+
 export const CreateCheckoutBody = Type.Object({
   ...BillingFields,
   currency: Type.Optional(CheckoutCurrency),
   products: Type.Array(CheckoutItemBody, { minItems: 1, maxItems: 100 }),
   sandbox_simulate: OptionalOrNull(Type.String({ maxLength: 64 })),
+  metadata: OptionalOrNull(CheckoutMetadata),
+  client_reference_id: OptionalOrNull(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Your own reference (an order or cart id); returned on the payment and in its webhooks.',
+    }),
+  ),
 });
 export type CreateCheckoutInput = Static<typeof CreateCheckoutBody>;
 export type CheckoutItemInput = Static<typeof CheckoutItemBody>;
@@ -85,6 +102,17 @@ export const SyncStatusResult = Shape(
   "The checkout's outcome.",
 );
 
+/** What the customer must do before the attempt can finish: the simulator's 3-D Secure step, or Stripe.js's. */
+const NextActionBody = Nullable(
+  Shape({
+    type: Type.Enum(['simulator_challenge', 'stripe_sdk']),
+    challenge_id: Type.Optional(Type.String({ description: "The simulator's challenge." })),
+    url: Type.Optional(
+      Type.String({ description: 'Where the challenge is answered: POST {"answer": "approve" | "fail"}.' }),
+    ),
+  }),
+);
+
 /** POST /checkout/{token}/pay/ */
 export const PayResult = Shape(
   {
@@ -93,6 +121,11 @@ export const PayResult = Shape(
     transaction_id: Type.String(),
     attempt: Nullable(HostedAttempt),
     redirect_url: RedirectUrl,
+    outcome: Type.Enum(['succeeded', 'pending', 'requires_action', 'failed', 'unknown'], {
+      description:
+        "The provider's answer to this attempt; unknown: no answer came back, the status is being confirmed.",
+    }),
+    next_action: NextActionBody,
   },
   'The payment after this card attempt.',
 );
@@ -123,12 +156,17 @@ export const HostedCheckout = Shape(
     subtotal: Money,
     tax: Money,
     total: Money,
-    customer: Shape({
-      first_name: Type.String(),
-      last_name: Type.String(),
-      email: Type.String(),
-      country: Type.String(),
-    }),
+    customer: Nullable(
+      Shape(
+        {
+          first_name: Type.String(),
+          last_name: Type.String(),
+          email: Type.String(),
+          country: Type.String(),
+        },
+        'Null once the checkout is finished (paid, failed, canceled or expired).',
+      ),
+    ),
     attempts: Type.Array(HostedAttempt),
     urls: Shape({
       success_url: Nullable(Type.String()),
@@ -137,6 +175,21 @@ export const HostedCheckout = Shape(
     }),
     redirect_url: RedirectUrl,
     expires_at: Type.Integer({ description: 'Unix time in seconds.' }),
+    provider: Shape(
+      {
+        name: Type.Enum(['simulator', 'stripe']),
+        publishable_key: Type.Optional(Type.String()),
+        client_secret: Type.Optional(
+          Nullable(
+            Type.String({
+              description: "The PaymentIntent's client secret the Payment Element mounts with.",
+            }),
+          ),
+        ),
+      },
+      "Who takes the card: the simulator's form on this page, or Stripe's Payment Element.",
+    ),
+    next_action: NextActionBody,
   },
   'The checkout as the hosted page shows it.',
 );

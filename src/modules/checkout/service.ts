@@ -30,6 +30,11 @@ export interface NewCheckoutSession {
   urls: ReturnUrls;
   simulate: SimulateValue | null;
   paymentLinkId: string | null;
+  /** How long the checkout stays open; default KASSA_CHECKOUT_TTL_S (link checkouts: KASSA_LINK_CHECKOUT_TTL_S). */
+  ttlS?: number;
+  /** The merchant's metadata and reference (API creation only). */
+  metadata?: Record<string, string> | null;
+  clientReferenceId?: string | null;
 }
 
 /** Records a session and returns the interface's creation response. Validates the total's limits. */
@@ -58,7 +63,7 @@ export async function createCheckoutSession(
   }
   const token = newToken();
   const now = ctx.clock();
-  const expiresAt = new Date(now.getTime() + ctx.config.checkoutTtlS * 1000);
+  const expiresAt = new Date(now.getTime() + (input.ttlS ?? ctx.config.checkoutTtlS) * 1000);
   const publicId = newPublicId('checkout');
   await store.insertSession(trx, {
     public_id: publicId,
@@ -95,6 +100,8 @@ export async function createCheckoutSession(
     expires_at: expiresAt.toISOString(),
     created_at: now.toISOString(),
     updated_at: now.toISOString(),
+    metadata: input.metadata && Object.keys(input.metadata).length ? JSON.stringify(input.metadata) : null,
+    client_reference_id: input.clientReferenceId ?? null,
   });
   return {
     checkout_id: publicId,
@@ -131,6 +138,8 @@ export async function createCheckout(
       urls,
       simulate,
       paymentLinkId: null,
+      metadata: body.metadata,
+      clientReferenceId: body.client_reference_id?.trim() || null,
     });
     await afterCreate(trx, created);
     return created;

@@ -68,6 +68,8 @@ const SESSION_COLUMNS = [
   'expires_at',
   'created_at',
   'updated_at',
+  'metadata',
+  'client_reference_id',
 ] as const satisfies readonly (keyof Omit<CheckoutSessionsTable, 'id'>)[];
 const sessionInsert = prepareInsert('checkout_sessions', SESSION_COLUMNS, ['id']);
 

@@ -40,6 +40,10 @@ export interface CheckoutSessionsTable {
   expires_at: string;
   created_at: string;
   updated_at: string;
+  /** JSON of the merchant's flat {key: string} metadata (migration 011); null when none. */
+  metadata: string | null;
+  /** The merchant's own reference (migration 011), e.g. its order or cart id. */
+  client_reference_id: string | null;
 }
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;

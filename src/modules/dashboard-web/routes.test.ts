@@ -124,7 +124,7 @@ test('without a build, the dashboard explains how to build it', async () => {
   try {
     const response = await bare.inject({ url: '/dashboard/payments' });
     assert.equal(response.statusCode, 503);
-    assert.match(response.body, /npm run build:web/);
+    assert.match(response.body, /npm run build/);
   } finally {
     await bare.close();
     rmSync(empty, { recursive: true, force: true });

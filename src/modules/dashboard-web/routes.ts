@@ -32,8 +32,8 @@ const MISSING_BUILD_PAGE = `<!doctype html>
 code{background:#f1f3f5;padding:.1rem .3rem;border-radius:4px}</style></head>
 <body><main><h1>The dashboard has not been built yet</h1>
 <p>The API is running, but the merchant dashboard's files are missing from <code>web/dist/dashboard</code>.</p>
-<p>Build them with <code>npm run build:web</code> (it needs the development dependencies, which
-<code>npm install</code> installs and builds automatically), then reload this page.</p></main></body></html>
+<p>Build them with <code>npm run build</code> (<code>npm start</code> does it when they are missing
+or out of date), then reload this page.</p></main></body></html>
 `;
 
 /** Route plugin serving the dashboard from `root` (the Vite output directory). */

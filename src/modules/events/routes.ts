@@ -1,8 +1,10 @@
 // GET /api/organization/events/: the organization's events as written to the outbox, oldest first
-// after a cursor. With `wait`, it long-polls: `kassa listen` and the dashboard follow it live.
+// after a cursor. With `wait`, it long-polls: `kassa listen` and the dashboard follow it live. A session
+// holds at most MAX_LONG_POLLS waiting polls at once (each costs a database read per interval), and the
+// interval backs off from 250 ms to 1 s while nothing arrives.
 import type { AppContext } from '../../context.ts';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
-import { ValidationError } from '../../http/errors.ts';
+import { RateLimitedError, ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import type { EventType } from './emit.ts';
 import { EventFeed, EventsQuery } from './schemas.ts';
@@ -34,7 +36,19 @@ async function readEvents(
   }));
 }
 
+/** Long-polls one session may hold at once (per process); a further one is a 429 at once. */
+export const MAX_LONG_POLLS = 3;
+const FIRST_POLL_MS = 250;
+const LONGEST_POLL_MS = 1000;
+
+function cursorOf(results: { id: number }[], after: number): string {
+  const last = results.at(-1);
+  return String(last ? last.id : after);
+}
+
 export async function eventRoutes(app: App, { ctx }: RouteOptions) {
+  const waitingBySession = new Map<number, number>();
+
   app.get(
     '/organization/events/',
     { preValidation: sessionAuth(ctx), schema: { querystring: EventsQuery, response: { 200: EventFeed } } },
@@ -51,12 +65,29 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
       };
       const deadline = Date.now() + waitMs;
       let results = await readEvents(ctx, organizationId, filter);
-      while (results.length === 0 && Date.now() < deadline && !request.raw.destroyed) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        results = await readEvents(ctx, organizationId, filter);
+      if (results.length > 0 || waitMs === 0) return { results, cursor: cursorOf(results, filter.after) };
+      const sessionId = sessionOf(request).sessionId;
+      const waiting = waitingBySession.get(sessionId) ?? 0;
+      if (waiting >= MAX_LONG_POLLS) {
+        throw new RateLimitedError(
+          `This session already has ${MAX_LONG_POLLS} long-polls waiting; wait for one to answer.`,
+          Math.ceil(waitMs / 1000),
+        );
       }
-      const last = results.at(-1);
-      return { results, cursor: String(last ? last.id : filter.after) };
+      waitingBySession.set(sessionId, waiting + 1);
+      try {
+        for (let pause = FIRST_POLL_MS; results.length === 0; pause = Math.min(pause * 2, LONGEST_POLL_MS)) {
+          const left = deadline - Date.now();
+          if (left <= 0 || request.raw.destroyed) break;
+          await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
+          results = await readEvents(ctx, organizationId, filter);
+        }
+      } finally {
+        const left = (waitingBySession.get(sessionId) ?? 1) - 1;
+        if (left > 0) waitingBySession.set(sessionId, left);
+        else waitingBySession.delete(sessionId);
+      }
+      return { results, cursor: cursorOf(results, filter.after) };
     },
   );
 }

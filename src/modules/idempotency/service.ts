@@ -11,6 +11,7 @@ import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { ConflictError, UnprocessableError, ValidationError } from '../../http/errors.ts';
+import { decrypt, encrypt } from '../../lib/crypto.ts';
 import type { ApiKeyPrincipal } from '../api-keys/service.ts';
 
 export const RETENTION_MS = 24 * 3600 * 1000;
@@ -28,6 +29,24 @@ function requestHash(request: FastifyRequest): string {
     .update(`${request.method} ${request.url.split('?')[0].replace(/\/+$/, '')}\n${request.rawBody ?? ''}`)
     .digest('hex');
 }
+
+/**
+ * Stored answers are encrypted (AES-256-GCM under KASSA_SECRET_KEY): a checkout's answer holds its token,
+ * the customer's bearer capability, which must not sit in the database in the clear for 24 hours.
+ * Answers stored before this (plain JSON) still replay.
+ */
+const SEALED = 'enc1.';
+
+function sealAnswer(body: string, key: Buffer): string {
+  return SEALED + encrypt(body, key);
+}
+
+function openAnswer(stored: string | null, key: Buffer): string | null {
+  return stored?.startsWith(SEALED) ? decrypt(stored.slice(SEALED.length), key) : stored;
+}
+
+/** The key that seals a claimed request's answer (the in-transaction recorder has no context of its own). */
+const sealingKeys = new WeakMap<FastifyRequest, Buffer>();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -77,6 +96,7 @@ export async function claimIdempotencyKey(
         .returning('id')
         .executeTakeFirstOrThrow();
       request.idempotencyClaim = row.id;
+      sealingKeys.set(request, ctx.config.secretKey);
       return false;
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
@@ -93,7 +113,11 @@ export async function claimIdempotencyKey(
     } else if (existing && existing.request_hash !== hash) {
       throw new UnprocessableError('Idempotency-Key was already used with a different request.');
     } else if (existing?.status === 'done' && existing.response_status !== null) {
-      return sendReplay(reply, existing.response_status, existing.response_body);
+      return sendReplay(
+        reply,
+        existing.response_status,
+        openAnswer(existing.response_body, ctx.config.secretKey),
+      );
     } else if (existing && Date.parse(existing.locked_until) <= now.getTime()) {
       // The first request's process died mid-way: take the claim over.
       const taken = await ctx.db
@@ -104,6 +128,7 @@ export async function claimIdempotencyKey(
         .executeTakeFirst();
       if (Number(taken.numUpdatedRows) === 1) {
         request.idempotencyClaim = existing.id;
+        sealingKeys.set(request, ctx.config.secretKey);
         return false;
       }
     }
@@ -131,10 +156,11 @@ export async function recordIdempotentResponseIn(
   body: unknown,
 ): Promise<void> {
   const claim = request.idempotencyClaim;
-  if (claim === null) return;
+  const key = sealingKeys.get(request);
+  if (claim === null || key === undefined) return;
   await trx
     .updateTable('idempotency_keys')
-    .set({ status: 'done', response_status: status, response_body: JSON.stringify(body) })
+    .set({ status: 'done', response_status: status, response_body: sealAnswer(JSON.stringify(body), key) })
     .where('id', '=', claim)
     .execute();
   answeredWithChange.add(request);
@@ -160,7 +186,7 @@ export async function recordIdempotentResponse(
   }
   await ctx.db
     .updateTable('idempotency_keys')
-    .set({ status: 'done', response_status: status, response_body: body })
+    .set({ status: 'done', response_status: status, response_body: sealAnswer(body, ctx.config.secretKey) })
     .where('id', '=', claim)
     .execute();
 }

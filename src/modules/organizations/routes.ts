@@ -1,9 +1,11 @@
 // GET/PATCH /api/organization/, GET /api/organization/dashboard/.
+
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
 import { dashboardSnapshot } from './dashboard.ts';
-import { DashboardSnapshot, Organization } from './schemas.ts';
+import { DashboardSnapshot, EnvironmentQuery, Organization } from './schemas.ts';
 import { getOrganization, presentOrganization, updateOrganization } from './service.ts';
 
 export async function organizationRoutes(app: App, { ctx }: RouteOptions) {
@@ -16,10 +18,14 @@ export async function organizationRoutes(app: App, { ctx }: RouteOptions) {
   app.patch(
     '/organization/',
     { schema: { body: Type.Record(Type.String(), Type.Unknown()), response: { 200: Organization } } },
-    async (request) => updateOrganization(ctx, sessionOf(request).organizationId, request.body),
+    async (request) =>
+      updateOrganization(ctx, sessionOf(request).organizationId, request.body, actorOf(request)),
   );
 
-  app.get('/organization/dashboard/', { schema: { response: { 200: DashboardSnapshot } } }, async (request) =>
-    dashboardSnapshot(ctx, sessionOf(request).organizationId),
+  app.get(
+    '/organization/dashboard/',
+    { schema: { querystring: EnvironmentQuery, response: { 200: DashboardSnapshot } } },
+    async (request) =>
+      dashboardSnapshot(ctx, sessionOf(request).organizationId, request.query.environment ?? 'production'),
   );
 }

@@ -1,5 +1,6 @@
 // The organization: its profile (a few fields editable, the commercial settings operator-set)
 // and the creation of merchants by the operator.
+
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -7,6 +8,8 @@ import { ValidationError } from '../../http/errors.ts';
 import { hashPassword } from '../../lib/crypto.ts';
 import { randomBase62 } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
+import { type Actor, OPERATOR, recordAudit } from '../audit/record.ts';
+import { parseRedirectOrigins, redirectOriginsOf } from './redirect-origins.ts';
 import type { OrganizationRow } from './table.ts';
 
 export function presentOrganization(row: OrganizationRow) {
@@ -26,12 +29,23 @@ export function presentOrganization(row: OrganizationRow) {
     max_payment: formatAmount(toBigInt(row.max_payment)),
     max_active_api_keys: row.max_active_api_keys,
     status: row.status,
+    time_zone: row.time_zone,
+    test_mode_default: row.test_mode_default === 1,
+    redirect_origins: redirectOriginsOf(row),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
 }
 
-export const EDITABLE_FIELDS = ['name', 'website', 'contact_email', 'telegram', 'price_mode'] as const;
+export const EDITABLE_FIELDS = [
+  'name',
+  'website',
+  'contact_email',
+  'telegram',
+  'price_mode',
+  'time_zone',
+  'redirect_origins',
+] as const;
 export const READ_ONLY_FIELDS = [
   'id',
   'slug',
@@ -42,6 +56,7 @@ export const READ_ONLY_FIELDS = [
   'max_payment',
   'max_active_api_keys',
   'status',
+  'test_mode_default',
   'created_at',
   'updated_at',
 ];
@@ -74,6 +89,16 @@ function text(field: string, value: unknown, max: number, allowEmpty: boolean): 
   return trimmed;
 }
 
+/** An IANA time zone name the runtime knows ("Europe/Paris", "UTC"), in its canonical spelling. */
+function timeZone(value: unknown): string {
+  if (typeof value !== 'string') throw new ValidationError('time_zone: must be of type string.');
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: value.trim() }).resolvedOptions().timeZone;
+  } catch {
+    throw new ValidationError('time_zone: must be an IANA time zone such as Europe/Paris or UTC.');
+  }
+}
+
 /** Validates a free-form PATCH body: editable fields only, read-only ones refused by name. */
 export function parseOrganizationPatch(body: Record<string, unknown>) {
   const changes: Partial<Record<(typeof EDITABLE_FIELDS)[number], string>> = {};
@@ -100,10 +125,16 @@ export function parseOrganizationPatch(body: Record<string, unknown>) {
       case 'telegram':
         changes.telegram = text(field, value, 100, true);
         break;
+      case 'time_zone':
+        changes.time_zone = timeZone(value);
+        break;
       case 'price_mode':
         if (value !== 'HT' && value !== 'TTC')
           throw new ValidationError('price_mode: must be one of HT, TTC.');
         changes.price_mode = value;
+        break;
+      case 'redirect_origins':
+        changes.redirect_origins = JSON.stringify(parseRedirectOrigins(value));
         break;
       default:
         throw new ValidationError(`${field}: unknown field.`);
@@ -116,18 +147,33 @@ export async function updateOrganization(
   ctx: AppContext,
   organizationId: number,
   body: Record<string, unknown>,
+  actor: Actor,
 ) {
   const changes = parseOrganizationPatch(body);
   if (Object.keys(changes).length > 0) {
-    await ctx.db
-      .updateTable('organizations')
-      .set({
-        ...changes,
-        price_mode: changes.price_mode as 'HT' | 'TTC' | undefined,
-        updated_at: ctx.clock().toISOString(),
-      })
-      .where('id', '=', organizationId)
-      .execute();
+    const now = ctx.clock().toISOString();
+    await ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('organizations')
+        .set({
+          ...changes,
+          price_mode: changes.price_mode as 'HT' | 'TTC' | undefined,
+          updated_at: now,
+        })
+        .where('id', '=', organizationId)
+        .execute();
+      await recordAudit(
+        trx,
+        organizationId,
+        actor,
+        {
+          action: 'organization.updated',
+          target: { type: 'organization', id: organizationId },
+          details: { changes },
+        },
+        now,
+      );
+    });
   }
   return presentOrganization(await getOrganization(ctx.db, organizationId));
 }
@@ -196,6 +242,17 @@ function insertMerchant(
       })
       .returning(['id', 'email'])
       .executeTakeFirstOrThrow();
+    await recordAudit(
+      trx,
+      organization.id,
+      OPERATOR,
+      {
+        action: 'merchant.created',
+        target: { type: 'organization', id: organization.id },
+        details: { owner_email: email, name: orgName },
+      },
+      now,
+    );
     return { organization, user };
   });
 }

@@ -33,6 +33,21 @@ describe('hosted page build', () => {
     });
   }
 
+  test("the Stripe variant of the checkout loads Stripe.js under Stripe's CSP; the default never does", () => {
+    const plain = buildHostedPage('checkout.html');
+    const stripe = buildHostedPage('checkout.html', undefined, { stripe: true });
+    assert.doesNotMatch(plain.bodies.identity.toString('utf8'), /stripe\.com/);
+    assert.doesNotMatch(plain.csp, /stripe\.com/);
+    assert.match(plain.csp, /require-trusted-types-for 'script'/);
+    const html = stripe.bodies.identity.toString('utf8');
+    assert.equal((html.match(/<script src="https:\/\/js\.stripe\.com\/v3\/"><\/script>/g) ?? []).length, 1);
+    assert.ok(stripe.csp.includes(`script-src ${hashOf(inlineBlock(html, 'script'))} https://js.stripe.com`));
+    assert.match(stripe.csp, /connect-src 'self' https:\/\/api\.stripe\.com/);
+    assert.match(stripe.csp, /frame-src https:\/\/js\.stripe\.com https:\/\/hooks\.stripe\.com/);
+    assert.match(stripe.csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(stripe.csp, /unsafe/);
+  });
+
   test('the pages take their shared parts from shared.html, placeholders filled', () => {
     for (const [file, title] of [
       ['checkout.html', 'Checkout'],

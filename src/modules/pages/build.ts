@@ -96,8 +96,52 @@ export function expandIncludes(html: string, dir: URL = HOSTED_DIR): string {
   return expanded;
 }
 
+/** Stripe.js, loaded only by the checkout page of a service whose production runs on Stripe. */
+export const STRIPE_JS = 'https://js.stripe.com/v3/';
+
+export interface BuildOptions {
+  /**
+   * The Payment Element: Stripe.js from js.stripe.com, its frames, and its calls to api.stripe.com are
+   * allowed (Stripe's documented CSP); Trusted Types are not required, since Stripe.js is not written for
+   * them. Card data stays in Stripe's frames.
+   */
+  stripe?: boolean;
+}
+
+function contentSecurityPolicy(script: string, style: string, stripe: boolean): string {
+  const directives = stripe
+    ? [
+        "default-src 'none'",
+        `script-src ${sha256(script)} https://js.stripe.com`,
+        `style-src ${sha256(style)}`,
+        "connect-src 'self' https://api.stripe.com",
+        'frame-src https://js.stripe.com https://hooks.stripe.com',
+        "img-src 'self' data: https://*.stripe.com",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+      ]
+    : [
+        "default-src 'none'",
+        `script-src ${sha256(script)}`,
+        `style-src ${sha256(style)}`,
+        "connect-src 'self'",
+        "img-src 'self' data:",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "require-trusted-types-for 'script'",
+        "trusted-types 'none'",
+      ];
+  return directives.join('; ');
+}
+
 /** One page: its HTML with the stylesheet and scripts inlined, its CSP, and its compressed bodies. */
-export function buildHostedPage(htmlFile: string, dir: URL = HOSTED_DIR): HostedPage {
+export function buildHostedPage(
+  htmlFile: string,
+  dir: URL = HOSTED_DIR,
+  options: BuildOptions = {},
+): HostedPage {
   let html = expandIncludes(read(dir, htmlFile), dir);
   const styles: string[] = [];
   const scripts: string[] = [];
@@ -121,20 +165,13 @@ export function buildHostedPage(htmlFile: string, dir: URL = HOSTED_DIR): Hosted
   // Function replacers: the script's own "$1" must not be read as a replacement pattern.
   html = html
     .replace(/\n\s+/g, '\n')
-    .replace('</head>', () => `<style>${style}</style>\n</head>`)
+    .replace('</head>', () =>
+      options.stripe
+        ? `<style>${style}</style>\n<script src="${STRIPE_JS}"></script>\n</head>`
+        : `<style>${style}</style>\n</head>`,
+    )
     .replace('</body>', () => `<script>${script}</script>\n</body>`);
-  const csp = [
-    "default-src 'none'",
-    `script-src ${sha256(script)}`,
-    `style-src ${sha256(style)}`,
-    "connect-src 'self'",
-    "img-src 'self' data:",
-    "form-action 'none'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "require-trusted-types-for 'script'",
-    "trusted-types 'none'",
-  ].join('; ');
+  const csp = contentSecurityPolicy(script, style, options.stripe === true);
   const identity = Buffer.from(html, 'utf8');
   return {
     csp,

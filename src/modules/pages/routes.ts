@@ -9,12 +9,25 @@ import { buildHostedPage, type HostedPage, pickEncoding } from './build.ts';
 const TOKEN = /^[A-Za-z0-9_-]{16,200}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-let pages: { checkout: HostedPage; pay: HostedPage } | null = null;
+const pages = new Map<string, { checkout: HostedPage; pay: HostedPage }>();
 
-/** Built on first use and kept for the life of the process (the sources do not change under it). */
-export function hostedPages(): { checkout: HostedPage; pay: HostedPage } {
-  pages ??= { checkout: buildHostedPage('checkout.html'), pay: buildHostedPage('pay.html') };
-  return pages;
+/**
+ * Built on first use and kept for the life of the process (the sources do not change under it). With
+ * Stripe as production's provider the checkout page loads Stripe.js, under Stripe's CSP; otherwise not.
+ */
+export function hostedPages(provider: 'simulator' | 'stripe' = 'simulator'): {
+  checkout: HostedPage;
+  pay: HostedPage;
+} {
+  let built = pages.get(provider);
+  if (!built) {
+    built = {
+      checkout: buildHostedPage('checkout.html', undefined, { stripe: provider === 'stripe' }),
+      pay: buildHostedPage('pay.html'),
+    };
+    pages.set(provider, built);
+  }
+  return built;
 }
 
 /**
@@ -40,8 +53,8 @@ function sendPage(request: FastifyRequest, reply: FastifyReply, page: HostedPage
   return reply.send(page.bodies[encoding]);
 }
 
-export async function pageRoutes(app: App, _options: RouteOptions) {
-  const { checkout, pay } = hostedPages();
+export async function pageRoutes(app: App, { ctx }: RouteOptions) {
+  const { checkout, pay } = hostedPages(ctx.config.provider);
 
   app.get(
     '/checkout/:token',

@@ -3,7 +3,7 @@
 import type { AppContext } from '../../context.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { presentDashboardPayment } from '../payments/present.ts';
-import { attemptsByPayment, checkoutPublicIds } from '../payments/store.ts';
+import { attemptsByPayment, checkoutReferences } from '../payments/store.ts';
 import { parseLinkId } from './service.ts';
 import * as store from './store.ts';
 
@@ -16,12 +16,12 @@ export async function listLinkPayments(ctx: AppContext, organizationId: number, 
       ctx.db,
       rows.map((row) => row.id),
     ),
-    checkoutPublicIds(
+    checkoutReferences(
       ctx.db,
       rows.map((row) => row.checkout_session_id),
     ),
   ]);
   return rows.map((row) =>
-    presentDashboardPayment(row, attempts.get(row.id) ?? [], checkouts.get(row.checkout_session_id) ?? ''),
+    presentDashboardPayment(row, attempts.get(row.id) ?? [], checkouts.get(row.checkout_session_id)),
   );
 }

@@ -7,17 +7,17 @@ import {
   checkoutTotals,
   type PriceMode,
 } from '../checkout/pricing.ts';
-import type { SalesFigures } from './store.ts';
+import type { LinkUses, SalesFigures } from './store.ts';
 import type { LinkLine, PaymentLinkRow, PricingMode } from './table.ts';
 
 export type LinkStatus = 'active' | 'inactive' | 'expired' | 'exhausted' | 'deleted';
 
 /** Derived, never stored: the first reason that makes the link unavailable, in this order. */
-export function linkStatus(row: PaymentLinkRow, now: Date): LinkStatus {
+export function linkStatus(row: PaymentLinkRow, uses: number, now: Date): LinkStatus {
   if (row.deleted_at !== null) return 'deleted';
   if (row.is_active !== 1) return 'inactive';
   if (row.expires_at !== null && Date.parse(row.expires_at) <= now.getTime()) return 'expired';
-  if (row.max_uses !== null && row.uses_count >= row.max_uses) return 'exhausted';
+  if (row.max_uses !== null && uses >= row.max_uses) return 'exhausted';
   return 'active';
 }
 
@@ -29,8 +29,8 @@ const UNAVAILABLE: Record<Exclude<LinkStatus, 'active'>, string> = {
 };
 
 /** 410 with a detail that says which way the link is unavailable; nothing when it is active. */
-export function assertAvailable(row: PaymentLinkRow, now: Date): void {
-  const status = linkStatus(row, now);
+export function assertAvailable(row: PaymentLinkRow, uses: number, now: Date): void {
+  const status = linkStatus(row, uses, now);
   if (status !== 'active') throw new GoneError(UNAVAILABLE[status]);
 }
 
@@ -55,9 +55,11 @@ export function linkUrl(publicUrl: string, uuid: string): string {
 export function presentLink(
   row: PaymentLinkRow,
   sales: SalesFigures | undefined,
+  counted: LinkUses | undefined,
   publicUrl: string,
   now: Date,
 ) {
+  const uses = counted?.uses ?? 0;
   return {
     id: row.uuid,
     name: row.name,
@@ -67,13 +69,17 @@ export function presentLink(
     pricing_mode: row.pricing_mode,
     expires_at: row.expires_at,
     max_uses: row.max_uses,
-    uses_count: row.uses_count,
+    uses_count: uses,
     is_active: row.is_active === 1,
     metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
-    status: linkStatus(row, now),
+    success_url: row.success_url,
+    cancel_url: row.cancel_url,
+    failed_url: row.failed_url,
+    status: linkStatus(row, uses, now),
+    environment: row.environment,
     stats: {
       views: row.views,
-      checkouts_started: row.uses_count,
+      checkouts_started: counted?.started ?? 0,
       payments_paid: sales?.paid ?? 0,
       revenue: formatAmount(sales?.revenue ?? 0n),
     },
@@ -101,7 +107,7 @@ export function linkTotals(lines: LinkLine[], pricingMode: PricingMode, taxRateB
   return checkoutTotals(checkoutItems(lines), priceModeOf(pricingMode), taxRateBp);
 }
 
-/** What the public /pay/{id} page shows. */
+/** What the public /pay/{id} page shows: the merchant and the products, never the link's internal name. */
 export function presentPreview(
   row: PaymentLinkRow,
   merchant: { name: string; website: string },
@@ -111,7 +117,6 @@ export function presentPreview(
   return {
     id: row.uuid,
     merchant: { name: merchant.name, website: merchant.website || null },
-    name: row.name,
     products: linkLines(row).map((line) => ({
       product_id: line.product_id,
       name: line.name,

@@ -1,20 +1,30 @@
 // The public side of a link, authorised by its UUID alone: the preview the /pay/{id} page shows, and
-// the start that turns the snapshot into a hosted checkout session, consuming one use atomically.
+// the start that turns the snapshot into a hosted checkout session, reserving one use atomically.
 import type { AppContext } from '../../context.ts';
-import { GoneError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import type { Executor } from '../../db/database.ts';
+import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { isUuid } from '../../lib/ids.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { createCheckoutSession } from '../checkout/service.ts';
+import { redirectOriginsOf } from '../organizations/redirect-origins.ts';
 import { getOrganization } from '../organizations/service.ts';
 import { checkoutRequestFromLink } from './checkout-adapter.ts';
 import { assertAvailable, linkLines, linkTotals, presentPreview } from './present.ts';
 import type { StartLinkInput } from './schemas.ts';
 import * as store from './store.ts';
+import type { PaymentLinkRow } from './table.ts';
+
+/** The uses a link holds now (paid payments and open reservations). */
+async function usesOf(db: Executor, row: PaymentLinkRow, now: Date): Promise<number> {
+  const uses = await store.usesByLink(db, row.organization_id, [row.uuid], now.toISOString());
+  return uses.get(row.uuid)?.uses ?? 0;
+}
 
 async function availableLink(ctx: AppContext, token: string) {
   const row = isUuid(token) ? await store.findLinkByUuid(ctx.db, token.toLowerCase()) : undefined;
   if (!row) throw new NotFoundError('Payment link not found.');
-  assertAvailable(row, ctx.clock());
+  const now = ctx.clock();
+  assertAvailable(row, await usesOf(ctx.db, row, now), now);
   return row;
 }
 
@@ -33,9 +43,10 @@ export async function previewLink(ctx: AppContext, token: string) {
 }
 
 /**
- * Starts a hosted checkout from the link's snapshot. The use is consumed by a conditional UPDATE in the
- * same transaction as the session's creation: under any concurrency max_uses is never exceeded, and a
- * start that fails (a checkout validation error) gives its use back by rolling back.
+ * Starts a hosted checkout from the link's snapshot. The link row is locked, its uses counted and the
+ * session created in one transaction: under any concurrency max_uses is never exceeded, and a start that
+ * fails (a checkout validation error) reserves nothing. The reservation ends by itself when the checkout
+ * is canceled, expires (KASSA_LINK_CHECKOUT_TTL_S) or fails without a payment (store.usesByLink).
  */
 export async function startLink(ctx: AppContext, token: string, input: StartLinkInput) {
   const link = await availableLink(ctx, token);
@@ -44,15 +55,18 @@ export async function startLink(ctx: AppContext, token: string, input: StartLink
       `currency: this payment link charges in ${link.currency}, not ${input.currency}.`,
     );
   }
-  const request = checkoutRequestFromLink(link, input);
+  const organization = await getOrganization(ctx.db, link.organization_id);
+  const request = checkoutRequestFromLink(
+    link,
+    input,
+    redirectOriginsOf(organization),
+    ctx.config.linkCheckoutTtlS,
+  );
   return ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock();
-    if (!(await store.consumeUse(trx, link.id, now.toISOString()))) {
-      // Another start took the last use, or the merchant changed the link since it was read: say which.
-      const current = await store.findLinkByUuid(trx, link.uuid);
-      if (current) assertAvailable(current, now);
-      throw new GoneError('This payment link is no longer available.');
-    }
+    // The merchant may have changed the link, or another start taken the last use, since it was read.
+    const current = await store.lockLink(trx, link.id);
+    assertAvailable(current, await usesOf(trx, current, now), now);
     return createCheckoutSession(trx, ctx, request);
   });
 }

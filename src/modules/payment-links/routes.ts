@@ -1,11 +1,15 @@
 // Payment-link endpoints under /api: the dashboard's /payment-links/ (session only; API keys get 401)
 // and the public /payment-links/public/{token}/ preview and start (no auth, rate limited per IP).
+
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
 import { NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
 import { CheckoutCreated } from '../checkout/schemas.ts';
+import { EnvironmentQuery } from '../organizations/schemas.ts';
 import { DashboardPayment } from '../payments/schemas.ts';
 import { listLinkPayments } from './payments.ts';
 import { previewLink, startLink } from './public-service.ts';
@@ -24,8 +28,11 @@ import { createLink, deleteLink, getLink, listLinks, updateLink } from './servic
 async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
-  app.get('/payment-links/', { schema: { response: { 200: PaymentLinkList } } }, async (request) =>
-    listLinks(ctx, sessionOf(request).organizationId),
+  app.get(
+    '/payment-links/',
+    { schema: { querystring: EnvironmentQuery, response: { 200: PaymentLinkList } } },
+    async (request) =>
+      listLinks(ctx, sessionOf(request).organizationId, request.query.environment ?? 'production'),
   );
 
   app.post(
@@ -38,7 +45,9 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await createLink(ctx, sessionOf(request).organizationId, request.body)),
+      reply
+        .code(201)
+        .send(await createLink(ctx, sessionOf(request).organizationId, request.body, actorOf(request))),
   );
 
   app.get(
@@ -57,7 +66,8 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
         description: 'Update name, is_active, expires_at, max_uses, metadata; other fields are a 400.',
       },
     },
-    async (request) => updateLink(ctx, sessionOf(request).organizationId, request.params.id, request.body),
+    async (request) =>
+      updateLink(ctx, sessionOf(request).organizationId, request.params.id, request.body, actorOf(request)),
   );
 
   app.delete(
@@ -70,7 +80,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
       },
     },
     async (request, reply) => {
-      await deleteLink(ctx, sessionOf(request).organizationId, request.params.id);
+      await deleteLink(ctx, sessionOf(request).organizationId, request.params.id, actorOf(request));
       return reply.code(204).send();
     },
   );
@@ -107,6 +117,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     '/payment-links/public/:token/start/',
     {
+      bodyLimit: PUBLIC_BODY_LIMIT,
       schema: {
         params: LinkTokenParam,
         body: StartLinkBody,

@@ -10,10 +10,20 @@ export const LinkTokenParam = Type.Object({ token: Type.String() });
 
 const LinkCurrency = Type.Enum(['USD', 'EUR']);
 const PricingMode = Type.Enum(['TAX_EXCLUSIVE', 'TAX_INCLUSIVE']);
+const LinkEnvironment = Type.Enum(['production', 'sandbox'], {
+  description: 'production (default), or sandbox: a test-mode link whose checkouts are sandbox payments.',
+});
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const ExpiresAt = Type.Union([Type.String({ format: 'date-time', maxLength: 64 }), Type.Null()]);
 const MaxUses = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000 }), Type.Null()]);
 const Metadata = Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]);
+/** A return URL the merchant sets on the link (any http(s) URL), used when a start sends none. */
+const ReturnUrl = Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]);
+const LinkReturnUrls = {
+  success_url: Type.Optional(ReturnUrl),
+  cancel_url: Type.Optional(ReturnUrl),
+  failed_url: Type.Optional(ReturnUrl),
+};
 
 const LinkProductInput = Type.Object(
   {
@@ -33,6 +43,8 @@ export const CreateLinkBody = Type.Object(
     max_uses: Type.Optional(MaxUses),
     is_active: Type.Optional(Type.Boolean()),
     metadata: Type.Optional(Metadata),
+    environment: Type.Optional(LinkEnvironment),
+    ...LinkReturnUrls,
   },
   { additionalProperties: false },
 );
@@ -45,6 +57,7 @@ export const UpdateLinkBody = Type.Object({
   expires_at: Type.Optional(ExpiresAt),
   max_uses: Type.Optional(MaxUses),
   metadata: Type.Optional(Metadata),
+  ...LinkReturnUrls,
 });
 export type UpdateLinkInput = Static<typeof UpdateLinkBody> & Record<string, unknown>;
 
@@ -73,10 +86,18 @@ export const PaymentLink = Shape(
     pricing_mode: PricingMode,
     expires_at: Nullable(Timestamp),
     max_uses: Nullable(Type.Integer({ minimum: 1 })),
-    uses_count: Type.Integer({ minimum: 0, description: 'Checkouts started.' }),
+    uses_count: Type.Integer({
+      minimum: 0,
+      description:
+        'Paid payments plus open checkouts of the link (what max_uses limits); a checkout canceled, expired or failed without a payment gives its use back.',
+    }),
     is_active: Type.Boolean(),
     metadata: Metadata,
+    success_url: Nullable(Type.String()),
+    cancel_url: Nullable(Type.String()),
+    failed_url: Nullable(Type.String()),
     status: Type.Enum(['active', 'inactive', 'expired', 'exhausted', 'deleted']),
+    environment: LinkEnvironment,
     stats: Shape({
       views: Type.Integer({ minimum: 0 }),
       checkouts_started: Type.Integer({ minimum: 0 }),
@@ -96,7 +117,6 @@ export const LinkPreview = Shape(
   {
     id: Type.String({ format: 'uuid' }),
     merchant: Shape({ name: Type.String(), website: Nullable(Type.String()) }),
-    name: Type.String(),
     products: Type.Array(Shape({ ...LinkLineOut, amount: Money })),
     currency: LinkCurrency,
     pricing_mode: PricingMode,

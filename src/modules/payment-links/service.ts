@@ -1,11 +1,15 @@
 // Payment links for the dashboard: create (snapshotting catalog prices), list, read with stats, update, delete.
-// Links are production-only: a link is a public page for real customers, and its checkouts are real
-// payments. Sandbox testing goes through /sandbox/api/checkout/create/ with a sandbox key.
+// A link is production unless made in test mode (environment: sandbox): then its public page starts
+// sandbox checkouts (the hosted page says "Test mode", the simulator pays them), so a merchant can try
+// a link end to end without a real charge. The list shows one environment at a time.
 import type { Updateable } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import { isUuid, newUuid } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
+import type { Environment } from '../api-keys/table.ts';
+import { type Actor, recordAudit } from '../audit/record.ts';
+import { returnUrl } from '../checkout/input.ts';
 import { getOrganization } from '../organizations/service.ts';
 import { findSellableProducts } from '../products/service.ts';
 import { linkTotals, presentLink } from './present.ts';
@@ -14,7 +18,8 @@ import * as store from './store.ts';
 import type { LinkLine, PaymentLinkRow, PaymentLinksTable, PricingMode } from './table.ts';
 
 const METADATA_MAX_CHARS = 16_384;
-const UPDATABLE = new Set(['name', 'is_active', 'expires_at', 'max_uses', 'metadata']);
+const RETURN_URLS = ['success_url', 'cancel_url', 'failed_url'] as const;
+const UPDATABLE = new Set(['name', 'is_active', 'expires_at', 'max_uses', 'metadata', ...RETURN_URLS]);
 const FIXED_AT_CREATION = new Set(['products', 'currency', 'pricing_mode']);
 const READ_ONLY = new Set(['id', 'url', 'uses_count', 'status', 'stats', 'created_at', 'updated_at']);
 
@@ -67,9 +72,22 @@ function normalizeExpiry(value: string | null): string | null {
   return new Date(time).toISOString();
 }
 
+/** The merchant's own return URLs of a create or update body: any http(s) URL, or null. */
+function returnUrls(input: Partial<Record<(typeof RETURN_URLS)[number], string | null>>) {
+  const urls: Partial<Record<(typeof RETURN_URLS)[number], string | null>> = {};
+  for (const field of RETURN_URLS) {
+    if (input[field] !== undefined) urls[field] = returnUrl(field, input[field]);
+  }
+  return urls;
+}
+
 async function present(ctx: AppContext, organizationId: number, row: PaymentLinkRow) {
-  const sales = await store.salesByLink(ctx.db, organizationId, [row.uuid]);
-  return presentLink(row, sales.get(row.uuid), ctx.config.publicUrl, ctx.clock());
+  const now = ctx.clock();
+  const [sales, uses] = await Promise.all([
+    store.salesByLink(ctx.db, organizationId, [row.uuid]),
+    store.usesByLink(ctx.db, organizationId, [row.uuid], now.toISOString()),
+  ]);
+  return presentLink(row, sales.get(row.uuid), uses.get(row.uuid), ctx.config.publicUrl, now);
 }
 
 async function existingLink(ctx: AppContext, organizationId: number, id: string) {
@@ -78,7 +96,12 @@ async function existingLink(ctx: AppContext, organizationId: number, id: string)
   return row;
 }
 
-export async function createLink(ctx: AppContext, organizationId: number, input: CreateLinkInput) {
+export async function createLink(
+  ctx: AppContext,
+  organizationId: number,
+  input: CreateLinkInput,
+  actor: Actor,
+) {
   const now = ctx.clock();
   const name = cleanName(input.name);
   const currency = input.currency ?? 'USD';
@@ -90,6 +113,7 @@ export async function createLink(ctx: AppContext, organizationId: number, input:
     throw new ValidationError('expires_at: must be in the future.');
   }
   const metadata = serializeMetadata(input.metadata ?? null);
+  const urls = returnUrls(input);
 
   const catalog = await findSellableProducts(
     ctx.db,
@@ -118,34 +142,53 @@ export async function createLink(ctx: AppContext, organizationId: number, input:
   }
 
   const stamp = now.toISOString();
-  const row = await store.insertLink(ctx.db, {
-    uuid: newUuid(),
-    organization_id: organizationId,
-    environment: 'production',
-    name,
-    currency,
-    pricing_mode: pricingMode,
-    products: JSON.stringify(lines),
-    expires_at: expiresAt,
-    max_uses: input.max_uses ?? null,
-    is_active: input.is_active === false ? 0 : 1,
-    metadata,
-    deleted_at: null,
-    created_at: stamp,
-    updated_at: stamp,
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const inserted = await store.insertLink(trx, {
+      uuid: newUuid(),
+      organization_id: organizationId,
+      environment: input.environment ?? 'production',
+      name,
+      currency,
+      pricing_mode: pricingMode,
+      products: JSON.stringify(lines),
+      expires_at: expiresAt,
+      max_uses: input.max_uses ?? null,
+      is_active: input.is_active === false ? 0 : 1,
+      metadata,
+      success_url: urls.success_url ?? null,
+      cancel_url: urls.cancel_url ?? null,
+      failed_url: urls.failed_url ?? null,
+      deleted_at: null,
+      created_at: stamp,
+      updated_at: stamp,
+    });
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'payment_link.created',
+        target: { type: 'payment_link', id: inserted.uuid },
+        details: { name },
+      },
+      stamp,
+    );
+    return inserted;
   });
-  return presentLink(row, undefined, ctx.config.publicUrl, now);
+  return presentLink(row, undefined, undefined, ctx.config.publicUrl, now);
 }
 
-export async function listLinks(ctx: AppContext, organizationId: number) {
-  const rows = await store.listLinks(ctx.db, organizationId);
-  const sales = await store.salesByLink(
-    ctx.db,
-    organizationId,
-    rows.map((row) => row.uuid),
-  );
+export async function listLinks(ctx: AppContext, organizationId: number, environment: Environment) {
+  const rows = await store.listLinks(ctx.db, organizationId, environment);
+  const uuids = rows.map((row) => row.uuid);
   const now = ctx.clock();
-  return rows.map((row) => presentLink(row, sales.get(row.uuid), ctx.config.publicUrl, now));
+  const [sales, uses] = await Promise.all([
+    store.salesByLink(ctx.db, organizationId, uuids),
+    store.usesByLink(ctx.db, organizationId, uuids, now.toISOString()),
+  ]);
+  return rows.map((row) =>
+    presentLink(row, sales.get(row.uuid), uses.get(row.uuid), ctx.config.publicUrl, now),
+  );
 }
 
 export async function getLink(ctx: AppContext, organizationId: number, id: string) {
@@ -157,6 +200,7 @@ export async function updateLink(
   organizationId: number,
   id: string,
   input: UpdateLinkInput,
+  actor: Actor,
 ) {
   const existing = await existingLink(ctx, organizationId, id);
   for (const field of Object.keys(input)) {
@@ -175,25 +219,60 @@ export async function updateLink(
   if (input.expires_at !== undefined) changes.expires_at = normalizeExpiry(input.expires_at);
   if (input.metadata !== undefined) changes.metadata = serializeMetadata(input.metadata);
 
-  let row: PaymentLinkRow | undefined;
-  if (input.max_uses !== undefined && input.max_uses !== null) {
-    row = await store.updateLinkWithMaxUses(ctx.db, existing.id, input.max_uses, changes);
-    if (!row) {
-      const current = await store.findLink(ctx.db, organizationId, existing.uuid);
-      throw new ValidationError(
-        `max_uses: must be at least the number of checkouts already started (${current?.uses_count ?? existing.uses_count}).`,
-      );
+  Object.assign(changes, returnUrls(input));
+  if (input.max_uses !== undefined) changes.max_uses = input.max_uses;
+  const maxUses = input.max_uses;
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    if (maxUses !== undefined && maxUses !== null) {
+      // Checked against the uses counted under the row's lock, so a concurrent start cannot slip between.
+      const locked = await store.lockLink(trx, existing.id);
+      const now = ctx.clock().toISOString();
+      const uses =
+        (await store.usesByLink(trx, organizationId, [locked.uuid], now)).get(locked.uuid)?.uses ?? 0;
+      if (maxUses < uses) {
+        throw new ValidationError(
+          `max_uses: must be at least the number of uses already held (${uses}: paid payments and open checkouts).`,
+        );
+      }
     }
-  } else {
-    if (input.max_uses === null) changes.max_uses = null;
-    row = await store.updateLink(ctx.db, existing.id, changes);
-  }
+    const updated = await store.updateLink(trx, existing.id, changes);
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'payment_link.updated',
+        target: { type: 'payment_link', id: existing.uuid },
+        details: { changes: input },
+      },
+      changes.updated_at as string,
+    );
+    return updated;
+  });
   return present(ctx, organizationId, row);
 }
 
-export async function deleteLink(ctx: AppContext, organizationId: number, id: string): Promise<void> {
+export async function deleteLink(
+  ctx: AppContext,
+  organizationId: number,
+  id: string,
+  actor: Actor,
+): Promise<void> {
   const existing = await existingLink(ctx, organizationId, id);
   if (existing.deleted_at !== null) return;
   const now = ctx.clock().toISOString();
-  await store.updateLink(ctx.db, existing.id, { deleted_at: now, is_active: 0, updated_at: now });
+  await ctx.db.transaction().execute(async (trx) => {
+    await store.updateLink(trx, existing.id, { deleted_at: now, is_active: 0, updated_at: now });
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'payment_link.deleted',
+        target: { type: 'payment_link', id: existing.uuid },
+        details: { name: existing.name },
+      },
+      now,
+    );
+  });
 }

@@ -1,8 +1,10 @@
 // Payment-link queries. Dashboard lookups are scoped by organization; public lookups go by the UUID,
 // which is the link's bearer capability.
-import type { Insertable, Updateable } from 'kysely';
+import { type Insertable, sql, type Updateable } from 'kysely';
+import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { toBigInt } from '../../lib/money.ts';
+import type { Environment } from '../api-keys/table.ts';
 import type { PaymentStatus } from '../payments/table.ts';
 import type { PaymentLinksTable } from './table.ts';
 
@@ -13,12 +15,13 @@ export function insertLink(db: Executor, values: Insertable<PaymentLinksTable>) 
   return db.insertInto('payment_links').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The organization's links, newest first; deleted links are left out. */
-export function listLinks(db: Executor, organizationId: number) {
+/** The organization's links of one environment, newest first; deleted links are left out. */
+export function listLinks(db: Executor, organizationId: number, environment: Environment) {
   return db
     .selectFrom('payment_links')
     .selectAll()
     .where('organization_id', '=', organizationId)
+    .where('environment', '=', environment)
     .where('deleted_at', 'is', null)
     .orderBy('id', 'desc')
     .execute();
@@ -47,23 +50,10 @@ export function updateLink(db: Executor, id: number, changes: Updateable<Payment
     .executeTakeFirstOrThrow();
 }
 
-/**
- * Sets max_uses only if it is not below the uses already counted; checked in the UPDATE itself so a
- * concurrent start cannot slip between the check and the write. Returns the row, or undefined.
- */
-export function updateLinkWithMaxUses(
-  db: Executor,
-  id: number,
-  maxUses: number,
-  changes: Updateable<PaymentLinksTable>,
-) {
-  return db
-    .updateTable('payment_links')
-    .set({ ...changes, max_uses: maxUses })
-    .where('id', '=', id)
-    .where('uses_count', '<=', maxUses)
-    .returningAll()
-    .executeTakeFirst();
+/** The link row, locked for the rest of the transaction on PostgreSQL (SQLite runs one transaction at a time). */
+export function lockLink(trx: Executor, id: number) {
+  const query = trx.selectFrom('payment_links').selectAll().where('id', '=', id);
+  return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
 export async function countView(db: Executor, id: number): Promise<void> {
@@ -74,21 +64,51 @@ export async function countView(db: Executor, id: number): Promise<void> {
     .execute();
 }
 
+/** Payment statuses that hold a link's use: paid (for good) or still being decided. */
+const USE_HOLDING_STATUSES: readonly PaymentStatus[] = [...PAID_STATUSES, 'processing', 'pending'];
+
+export interface LinkUses {
+  /** Paid payments of the link plus open reservations: what max_uses limits. */
+  uses: number;
+  /** Checkouts ever started from the link (stats.checkouts_started). */
+  started: number;
+}
+
 /**
- * Consumes one use if, and only if, the link is still available at `now`: one conditional UPDATE, so
- * concurrent starts serialise on the row and max_uses is never exceeded. Returns whether it counted.
+ * The uses of each link at `now`, counted from its checkouts: one whose payment is paid or still being
+ * decided holds a use; one without a payment holds it while it is neither canceled nor expired. A
+ * checkout canceled, expired or failed without a payment has given its use back.
  */
-export async function consumeUse(db: Executor, id: number, now: string): Promise<boolean> {
-  const result = await db
-    .updateTable('payment_links')
-    .set((eb) => ({ uses_count: eb('uses_count', '+', 1) }))
-    .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .where('is_active', '=', 1)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-    .where((eb) => eb.or([eb('max_uses', 'is', null), eb('uses_count', '<', eb.ref('max_uses'))]))
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+export async function usesByLink(
+  db: Executor,
+  organizationId: number,
+  uuids: string[],
+  now: string,
+): Promise<Map<string, LinkUses>> {
+  const figures = new Map<string, LinkUses>();
+  if (uuids.length === 0) return figures;
+  const holding = sql.join(USE_HOLDING_STATUSES.map((status) => sql.lit(status)));
+  const rows = await db
+    .selectFrom('checkout_sessions as cs')
+    .leftJoin('payments as p', 'p.checkout_session_id', 'cs.id')
+    .select((eb) => [
+      'cs.payment_link_id',
+      eb.fn.countAll<number | string>().as('started'),
+      sql<
+        number | string
+      >`sum(case when p.status in (${holding}) then 1 when p.id is null and cs.canceled_at is null and cs.expires_at > ${now} then 1 else 0 end)`.as(
+        'uses',
+      ),
+    ])
+    .where('cs.organization_id', '=', organizationId)
+    .where('cs.payment_link_id', 'in', uuids)
+    .groupBy('cs.payment_link_id')
+    .execute();
+  for (const row of rows) {
+    if (row.payment_link_id === null) continue;
+    figures.set(row.payment_link_id, { uses: Number(row.uses), started: Number(row.started) });
+  }
+  return figures;
 }
 
 export interface SalesFigures {

@@ -27,12 +27,19 @@ export interface PaymentLinksTable {
   products: string;
   expires_at: string | null;
   max_uses: number | null;
-  /** Started checkouts; the database refuses uses_count > max_uses. */
+  /**
+   * Retired by migration 008 (always 0): uses are counted from the link's checkouts and payments
+   * (store.usesByLink), so a checkout that ends without a payment gives its use back.
+   */
   uses_count: Generated<number>;
   views: Generated<number>;
   is_active: Generated<number>;
   /** JSON object, or null. */
   metadata: string | null;
+  /** Return URLs set by the merchant, used when a start sends none (any http(s) URL). */
+  success_url: string | null;
+  cancel_url: string | null;
+  failed_url: string | null;
   deleted_at: string | null;
   created_at: string;
   updated_at: string;

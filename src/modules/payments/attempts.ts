@@ -6,8 +6,8 @@ import type { ProviderAttempt } from '../../provider/types.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
 
-/** Attempt statuses that can still change (the bank or the deposit has not answered). */
-const UNDECIDED_ATTEMPTS = new Set(['pending', 'processing']);
+/** Attempt statuses that can still change (the bank, the deposit or the customer's 3-D Secure step has not answered). */
+const UNDECIDED_ATTEMPTS = new Set(['pending', 'processing', 'requires_action']);
 
 export interface CardSummary {
   attemptId: string;

@@ -4,7 +4,7 @@ import type { Executor } from '../../db/database.ts';
 import { formatAmount, percentNumber, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { emitEvent } from '../events/emit.ts';
-import { presentAttempt } from './present.ts';
+import { presentAttempt, presentReferences } from './present.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
 
@@ -12,11 +12,7 @@ import type { PaymentRow } from './table.ts';
 export async function transactionEventPayload(db: Executor, payment: PaymentRow) {
   const [attempts, checkout] = await Promise.all([
     store.attemptsOf(db, payment.id),
-    db
-      .selectFrom('checkout_sessions')
-      .select('public_id')
-      .where('id', '=', payment.checkout_session_id)
-      .executeTakeFirstOrThrow(),
+    store.checkoutReference(db, payment.checkout_session_id),
   ]);
   return {
     transaction_id: payment.public_id,
@@ -27,8 +23,10 @@ export async function transactionEventPayload(db: Executor, payment: PaymentRow)
     status: payment.status,
     currency: payment.currency,
     depositAttempts: attempts.map(presentAttempt),
+    simulated: payment.simulated === 1,
     created_at: payment.created_at,
     updated_at: payment.updated_at,
+    ...presentReferences(checkout),
   };
 }
 
@@ -54,6 +52,8 @@ export async function emitCanceledCheckoutEvent(
     currency: string;
     feeBp: bigint;
     createdAt: string;
+    metadata: string | null;
+    clientReferenceId: string | null;
   },
   now: string,
 ): Promise<void> {
@@ -74,6 +74,7 @@ export async function emitCanceledCheckoutEvent(
       depositAttempts: [],
       created_at: checkout.createdAt,
       updated_at: now,
+      ...presentReferences({ metadata: checkout.metadata, client_reference_id: checkout.clientReferenceId }),
     },
     now,
   });

@@ -1,8 +1,9 @@
 // GET /api/payments/: the dashboard's payment list, Django REST Framework style
 // ({count, next, previous, results}; page from 1, page_size default 20, max 100).
 import type { FastifyRequest } from 'fastify';
-import { sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import type { Database, Executor } from '../../db/database.ts';
 import {
   choiceParam,
   containsPattern,
@@ -16,6 +17,7 @@ import {
 } from '../../http/pagination.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { presentDashboardPayment } from './present.ts';
+import { reviewsOf } from './review.ts';
 import * as store from './store.ts';
 import { PAYMENT_STATUSES } from './table.ts';
 
@@ -38,9 +40,47 @@ export function parseListQuery(query: Query) {
   };
 }
 
-export async function listPayments(ctx: AppContext, organizationId: number, request: FastifyRequest) {
-  const q = parseListQuery(queryOf(request));
-  let base = ctx.db
+/**
+ * What a payment search matches: the payment id (TX…), the checkout id (CO…) or the merchant's
+ * client_reference_id in part, the customer's email in part, and the last four digits of a card tried on it.
+ */
+export function matchesSearch(text: string) {
+  const pattern = containsPattern(text);
+  return (eb: ExpressionBuilder<Database, 'payments'>) => {
+    const clauses = [
+      sql<boolean>`lower(payments.public_id) like ${pattern} escape '\\'`,
+      sql<boolean>`lower(coalesce(payments.payer_email, '')) like ${pattern} escape '\\'`,
+      eb.exists(
+        eb
+          .selectFrom('checkout_sessions')
+          .select('checkout_sessions.id')
+          .whereRef('checkout_sessions.id', '=', 'payments.checkout_session_id')
+          .where((inner) =>
+            inner.or([
+              sql<boolean>`lower(checkout_sessions.public_id) like ${pattern} escape '\\'`,
+              sql<boolean>`lower(coalesce(checkout_sessions.client_reference_id, '')) like ${pattern} escape '\\'`,
+            ]),
+          ),
+      ),
+    ];
+    if (/^\d{4}$/.test(text)) {
+      clauses.push(
+        eb.exists(
+          eb
+            .selectFrom('deposit_attempts')
+            .select('deposit_attempts.id')
+            .whereRef('deposit_attempts.payment_id', '=', 'payments.id')
+            .where('deposit_attempts.card_last4', '=', text),
+        ),
+      );
+    }
+    return eb.or(clauses);
+  };
+}
+
+/** The organization's payments that match the list's filters (also what the CSV export streams). */
+export function filteredPayments(db: Executor, organizationId: number, q: ReturnType<typeof parseListQuery>) {
+  let base = db
     .selectFrom('payments')
     .where('organization_id', '=', organizationId)
     .where('environment', '=', q.environment);
@@ -48,15 +88,13 @@ export async function listPayments(ctx: AppContext, organizationId: number, requ
   if (q.currency) base = base.where('currency', '=', q.currency);
   if (q.createdFrom) base = base.where('created_at', '>=', q.createdFrom);
   if (q.createdTo) base = base.where('created_at', '<=', q.createdTo);
-  if (q.search) {
-    const pattern = containsPattern(q.search);
-    base = base.where((eb) =>
-      eb.or([
-        sql<boolean>`lower(public_id) like ${pattern} escape '\\'`,
-        sql<boolean>`lower(coalesce(payer_email, '')) like ${pattern} escape '\\'`,
-      ]),
-    );
-  }
+  if (q.search) base = base.where(matchesSearch(q.search));
+  return base;
+}
+
+export async function listPayments(ctx: AppContext, organizationId: number, request: FastifyRequest) {
+  const q = parseListQuery(queryOf(request));
+  const base = filteredPayments(ctx.db, organizationId, q);
   const { count } = await base.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
   const rows = await base
     .selectAll()
@@ -68,17 +106,23 @@ export async function listPayments(ctx: AppContext, organizationId: number, requ
   // Throws DRF's 404 past the last page, before the attempts and checkouts are read.
   const page = paginated(request, q.page, Number(count), rows);
   const ids = rows.map((row) => row.id);
-  const [attempts, checkouts] = await Promise.all([
+  const [attempts, checkouts, reviews] = await Promise.all([
     store.attemptsByPayment(ctx.db, ids),
-    store.checkoutPublicIds(
+    store.checkoutReferences(
       ctx.db,
       rows.map((row) => row.checkout_session_id),
     ),
+    reviewsOf(ctx.db, ids),
   ]);
   return {
     ...page,
     results: rows.map((row) =>
-      presentDashboardPayment(row, attempts.get(row.id) ?? [], checkouts.get(row.checkout_session_id) ?? ''),
+      presentDashboardPayment(
+        row,
+        attempts.get(row.id) ?? [],
+        checkouts.get(row.checkout_session_id),
+        reviews.get(row.id) ?? null,
+      ),
     ),
   };
 }

@@ -1,16 +1,22 @@
-// Payment endpoints. API keys (under /api and /sandbox/api): GET /transactions/{id}/.
+// Payment endpoints. API keys (under /api and /sandbox/api): GET /transactions/ and /transactions/{id}/.
 // Dashboard sessions: GET /api/payments/ and GET /api/payments/{id}/.
-// Public: POST /api/provider/webhooks/{provider}/ (the body only names ids to re-read from the provider).
+// Public: POST /api/provider/webhooks/{provider}/ (the body only names ids to re-read from the provider;
+// signed, small and rate limited: provider-webhook-guard.ts).
 import { Type } from 'typebox';
 import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
+import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { listPaymentsForKey } from './api-list.ts';
 import { listPayments } from './list.ts';
+import { limitProviderWebhook, verifyProviderWebhook } from './provider-webhook-guard.ts';
 import {
   DashboardPayment,
   Payment,
   PaymentListQuery,
   PaymentPage,
   ProviderWebhookReceived,
+  TransactionListQuery,
+  TransactionPage,
 } from './schemas.ts';
 import { getPaymentForDashboard, getPaymentForKey } from './service.ts';
 import { handleProviderWebhook } from './sync.ts';
@@ -18,6 +24,19 @@ import { handleProviderWebhook } from './sync.ts';
 const PaymentIdParam = Type.Object({ id: Type.String() });
 
 export async function paymentApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
+  app.get(
+    '/transactions/',
+    {
+      preValidation: requireKey(['payments:read']),
+      schema: {
+        description: "The organization's payments in the key's environment, newest first.",
+        querystring: TransactionListQuery,
+        response: { 200: TransactionPage },
+      },
+    },
+    async (request) => listPaymentsForKey(ctx, apiKeyOf(request).organizationId, environment, request),
+  );
+
   app.get(
     '/transactions/:id/',
     {
@@ -49,6 +68,9 @@ export async function providerWebhookRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     '/provider/webhooks/:provider/',
     {
+      bodyLimit: PUBLIC_BODY_LIMIT,
+      onRequest: async (request, reply) => limitProviderWebhook(ctx, request, reply),
+      preHandler: async (request) => verifyProviderWebhook(ctx, request.params.provider, request),
       schema: {
         params: Type.Object({ provider: Type.String() }),
         response: { 200: ProviderWebhookReceived },

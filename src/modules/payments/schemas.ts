@@ -35,8 +35,16 @@ const paymentFields = {
   depositAttempts: Type.Array(DepositAttempt, { description: 'Every attempt, newest first; [] when none.' }),
   fee_percent: Type.Number(),
   amount_breakdown: Shape({ gross_ttc: Money, currency: Currency, net_usd: Money }),
+  simulated: Type.Boolean({
+    description:
+      'True when the built-in simulator processed it: no real money moved (sandbox, or KASSA_ALLOW_SIMULATOR).',
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
+  metadata: Type.Record(Type.String(), Type.String(), {
+    description: "The checkout's metadata; {} when none was given.",
+  }),
+  client_reference_id: Nullable(Type.String({ description: "The checkout's client_reference_id." })),
 };
 
 /** GET /transactions/{id}/ */
@@ -46,9 +54,24 @@ export const Payment = Shape(paymentFields, 'A payment with the history of its c
 export const DashboardPayment = Shape(
   {
     ...paymentFields,
+    depositAttempts: Type.Array(HostedAttempt, {
+      description: 'Every attempt, newest first, with the brand and last 4 digits of the card tried.',
+    }),
     checkout_id: Type.String(),
     environment: Environment,
     refunded_amount: Money,
+    payment_link_id: Nullable(Type.String({ description: 'The payment link it was paid through.' })),
+    provider_review: Nullable(
+      Shape(
+        {
+          state: Type.Enum(['confirming', 'flagged']),
+          operation: Type.String({ description: 'The provider call, by its idempotency key.' }),
+          reason: Nullable(Type.String()),
+          since: Timestamp,
+        },
+        "A provider call whose outcome Kassa does not know: being read back, or flagged for review after the reconciler's last read.",
+      ),
+    ),
   },
   'A payment as the dashboard shows it.',
 );
@@ -62,13 +85,26 @@ export const PaymentListQuery = Type.Object({
   currency: text('USD or EUR.'),
   created_at__gte: text('ISO 8601: created on or after.'),
   created_at__lte: text('ISO 8601: created on or before.'),
-  search: text('Matches the payment id or the payer email.'),
+  search: text("Matches the payment or checkout id, the payer email, or a card's last 4 digits."),
   ordering: text('created_at, amount or status; prefix - for descending (default -created_at).'),
   page: text('From 1.'),
   page_size: text('Default 20, at most 100.'),
 });
 
 export const PaymentPage = Page(DashboardPayment, 'A page of payments, newest first by default.');
+
+/** GET /transactions/ (API keys); like the dashboard's list, each parameter is checked by hand. */
+export const TransactionListQuery = Type.Object({
+  status: text('A payment status.'),
+  order_id: text('The checkout id (CO…) the payment came from.'),
+  client_reference_id: text("The checkout's client_reference_id."),
+  created_after: text('ISO 8601: created strictly after.'),
+  created_before: text('ISO 8601: created strictly before.'),
+  page: text('From 1.'),
+  page_size: text('Default 20, at most 100.'),
+});
+
+export const TransactionPage = Page(Payment, 'A page of payments, newest first.');
 
 export const ProviderWebhookReceived = Shape({
   received: Type.Literal(true),

@@ -6,6 +6,7 @@ import { NotFoundError } from '../../http/errors.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { presentDashboardPayment, presentPayment } from './present.ts';
+import { reviewsOf } from './review.ts';
 import * as store from './store.ts';
 
 export async function getPaymentForKey(
@@ -16,17 +17,22 @@ export async function getPaymentForKey(
 ) {
   const payment = await store.findPayment(ctx.db, { organizationId, environment }, reference);
   if (!payment) throw new NotFoundError('Payment not found.');
-  return presentPayment(payment, await store.attemptsOf(ctx.db, payment.id));
+  const [attempts, checkout] = await Promise.all([
+    store.attemptsOf(ctx.db, payment.id),
+    store.checkoutReference(ctx.db, payment.checkout_session_id),
+  ]);
+  return presentPayment(payment, attempts, checkout);
 }
 
 export async function getPaymentForDashboard(ctx: AppContext, organizationId: number, reference: string) {
   const payment = await store.findPayment(ctx.db, { organizationId, environment: null }, reference);
   if (!payment) throw new NotFoundError('Payment not found.');
-  const [attempts, checkouts] = await Promise.all([
+  const [attempts, checkout, reviews] = await Promise.all([
     store.attemptsOf(ctx.db, payment.id),
-    store.checkoutPublicIds(ctx.db, [payment.checkout_session_id]),
+    store.checkoutReference(ctx.db, payment.checkout_session_id),
+    reviewsOf(ctx.db, [payment.id]),
   ]);
-  return presentDashboardPayment(payment, attempts, checkouts.get(payment.checkout_session_id) ?? '');
+  return presentDashboardPayment(payment, attempts, checkout, reviews.get(payment.id) ?? null);
 }
 
 /** The dashboard snapshot's payment figures for one environment. */

@@ -96,42 +96,52 @@ export async function attemptsByPayment(db: Executor, paymentIds: number[]) {
   return byPayment;
 }
 
-export async function checkoutPublicIds(db: Executor, sessionIds: number[]) {
-  if (sessionIds.length === 0) return new Map<number, string>();
+/** What a payment shows of its checkout: order_id, and the merchant's metadata and reference. */
+export interface CheckoutReference {
+  public_id: string;
+  metadata: string | null;
+  client_reference_id: string | null;
+}
+
+const checkoutReferenceOf = prepareQuery(1, (db, sessionId: number) =>
+  db
+    .selectFrom('checkout_sessions')
+    .select(['public_id', 'metadata', 'client_reference_id'])
+    .where('id', '=', sessionId),
+);
+
+export async function checkoutReference(db: Executor, sessionId: number): Promise<CheckoutReference> {
+  const row = await checkoutReferenceOf.first(db, sessionId);
+  if (!row) throw new Error(`checkout session ${sessionId} is missing`);
+  return row;
+}
+
+export async function checkoutReferences(db: Executor, sessionIds: number[]) {
+  if (sessionIds.length === 0) return new Map<number, CheckoutReference>();
   const rows = await db
     .selectFrom('checkout_sessions')
-    .select(['id', 'public_id'])
+    .select(['id', 'public_id', 'metadata', 'client_reference_id'])
     .where('id', 'in', sessionIds)
     .execute();
-  return new Map(rows.map((row) => [row.id, row.public_id]));
+  return new Map(rows.map(({ id, ...reference }) => [id, reference]));
 }
 
 /**
- * Payments whose provider state may still move (undecided ones, and paid ones whose deposit is unsettled),
- * and processing ones created before `unansweredBefore` that never recorded a provider answer, in id
- * order after `afterId`, so a caller can cycle through all of them in batches.
+ * Payments with a provider payment whose state may still move (undecided ones, and paid ones whose
+ * deposit is unsettled), in id order after `afterId`, so a caller can cycle through all of them in batches.
  */
-export function paymentsToSync(db: Executor, afterId: number, limit: number, unansweredBefore: string) {
+export function paymentsToSync(db: Executor, afterId: number, limit: number) {
   return db
     .selectFrom('payments')
-    .select(['id', 'public_id', 'provider_payment_id'])
+    .select(['id', 'public_id', 'provider', 'provider_payment_id'])
     .where('id', '>', afterId)
+    .where('provider_payment_id', 'is not', null)
     .where((eb) =>
       eb.or([
+        eb('status', 'in', ['processing', 'pending']),
         eb.and([
-          eb('provider_payment_id', 'is not', null),
-          eb.or([
-            eb('status', 'in', ['processing', 'pending']),
-            eb.and([
-              eb('deposit_status', '=', 'pending'),
-              eb('status', 'in', ['paid', 'refund_pending', 'refunded']),
-            ]),
-          ]),
-        ]),
-        eb.and([
-          eb('provider_payment_id', 'is', null),
-          eb('status', '=', 'processing'),
-          eb('created_at', '<', unansweredBefore),
+          eb('deposit_status', '=', 'pending'),
+          eb('status', 'in', ['paid', 'refund_pending', 'refunded']),
         ]),
       ]),
     )
@@ -161,7 +171,7 @@ export function expiredProcessingPayments(db: Executor, now: string, limit: numb
 export function paymentByProviderId(db: Executor, provider: string, providerPaymentId: string) {
   return db
     .selectFrom('payments')
-    .select(['id', 'public_id', 'provider_payment_id'])
+    .select(['id', 'public_id', 'provider', 'provider_payment_id'])
     .where('provider', '=', provider)
     .where('provider_payment_id', '=', providerPaymentId)
     .executeTakeFirst();
@@ -174,4 +184,9 @@ export function mayStillMove(payment: PaymentRow): boolean {
     payment.deposit_status === 'pending' &&
     (payment.status === 'paid' || payment.status === 'refund_pending' || payment.status === 'refunded')
   );
+}
+
+export async function paymentStatusOf(db: Executor, paymentId: number) {
+  const row = await db.selectFrom('payments').select('status').where('id', '=', paymentId).executeTakeFirst();
+  return row?.status ?? null;
 }

@@ -2,29 +2,27 @@
 // endpoint all re-read a payment from the provider outside any transaction, then apply the answer in one.
 import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import type { ProviderNotice } from '../../provider/types.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
+import { MAX_WEBHOOK_IDS } from './provider-webhook-guard.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
 import { applyProviderState, movePayment } from './transitions.ts';
 
 const BATCH = 100;
-/**
- * A processing payment still without a provider id this long after its creation lost its first answer
- * (the process died, or the call timed out, after the provider had recorded the attempt): the sync loop
- * then looks it up by reference. Sooner, the hosted step's own call is most likely still in flight.
- */
-export const UNANSWERED_AFTER_MS = 5_000;
 
-/** What re-reading a payment needs: its id, and the provider's id or else our reference. */
-export type SyncTarget = Pick<PaymentRow, 'id' | 'public_id' | 'provider_payment_id'>;
+/** What re-reading a payment needs: its id, its provider, and the provider's id or else our reference. */
+export type SyncTarget = Pick<PaymentRow, 'id' | 'public_id' | 'provider' | 'provider_payment_id'>;
 
 /** Re-reads one payment from the provider and applies it; true when something visible changed. */
 export async function syncPayment(ctx: AppContext, payment: SyncTarget): Promise<boolean> {
-  // Without a provider id the first attempt's answer was never recorded; the reference finds it.
+  const provider = ctx.providers.named(payment.provider);
+  // Without a provider id the first answer was never recorded (the reconciler's case, or a customer
+  // asking for the status meanwhile); the reference finds it.
   const state =
     payment.provider_payment_id === null
-      ? await ctx.provider.findPayment(payment.public_id)
-      : await ctx.provider.getPayment(payment.provider_payment_id);
+      ? await provider.findPayment(payment.public_id)
+      : await provider.getPayment(payment.provider_payment_id);
   if (state === null) return false;
   return ctx.db.transaction().execute(async (trx) => {
     const result = await applyProviderState(trx, payment.id, state, ctx.clock().toISOString());
@@ -52,19 +50,41 @@ const cursors = new WeakMap<AppContext, number>();
 
 /**
  * Worker step: the next batch of payments whose provider state may still move, cycling through all of
- * them so none waits behind a long-undecided one. Returns how many changed.
+ * them so none waits behind a long-undecided one. Returns how many changed. (A payment whose first
+ * answer was lost has no provider id yet: the reconciler finds it, by its operation row.)
  */
 export async function syncDuePayments(ctx: AppContext): Promise<number> {
   const after = cursors.get(ctx) ?? 0;
-  const unansweredBefore = new Date(ctx.clock().getTime() - UNANSWERED_AFTER_MS).toISOString();
-  const due = await store.paymentsToSync(ctx.db, after, BATCH, unansweredBefore);
+  const due = await store.paymentsToSync(ctx.db, after, BATCH);
   cursors.set(ctx, due.length < BATCH ? 0 : due[due.length - 1].id);
   return eachCounting(due, (row) => syncPayment(ctx, row));
 }
 
 /**
+ * Before Kassa gives a payment up (its checkout expired, or the customer canceled): one last look at the
+ * provider, then the provider payment is stopped so a customer's browser cannot still confirm it (with
+ * Stripe it can, without Kassa). A success meanwhile is applied and wins; otherwise the attempts are
+ * recorded and the caller makes its own move (failed or canceled).
+ */
+export async function stopAtProvider(ctx: AppContext, payment: SyncTarget): Promise<void> {
+  await syncPayment(ctx, payment);
+  const current = await ctx.db
+    .selectFrom('payments')
+    .select(['status', 'provider_payment_id'])
+    .where('id', '=', payment.id)
+    .executeTakeFirstOrThrow();
+  if (current.status !== 'processing' || current.provider_payment_id === null) return;
+  const state = await ctx.providers.named(payment.provider).cancelPayment(current.provider_payment_id);
+  if (!state) return;
+  await ctx.db.transaction().execute(async (trx) => {
+    const kept = state.outcome === 'CANCELED' ? { ...state, outcome: 'PROCESSING' as const } : state;
+    await applyProviderState(trx, payment.id, kept, ctx.clock().toISOString());
+  });
+}
+
+/**
  * Worker step: a checkout that expired while its payment was still taking card attempts fails the payment
- * (after one last look at the provider, so a late success is not lost). An attempt in flight waits.
+ * (after stopping it at the provider, so a late success is not lost). An attempt in flight waits.
  */
 export async function expireCheckouts(ctx: AppContext): Promise<number> {
   const now = ctx.clock().toISOString();
@@ -72,10 +92,10 @@ export async function expireCheckouts(ctx: AppContext): Promise<number> {
   return eachCounting(expired, async ({ id }) => {
     const payment = await ctx.db
       .selectFrom('payments')
-      .select(['id', 'public_id', 'provider_payment_id'])
+      .select(['id', 'public_id', 'provider', 'provider_payment_id'])
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
-    await syncPayment(ctx, payment);
+    await stopAtProvider(ctx, payment);
     return ctx.db.transaction().execute(async (trx) => {
       const moved = await movePayment(trx, id, 'processing', 'failed', ctx.clock().toISOString());
       return moved !== null;
@@ -90,17 +110,30 @@ export async function handleProviderWebhook(
   rawBody: string | undefined,
   headers: Record<string, string | string[] | undefined>,
 ): Promise<{ received: true; payments: number; refunds: number }> {
-  if (providerName !== ctx.provider.name) throw new NotFoundError('Unknown provider.');
-  let parsed: { paymentIds: string[]; refundIds: string[] };
+  if (!ctx.providers.has(providerName)) throw new NotFoundError('Unknown provider.');
+  const provider = ctx.providers.named(providerName);
+  let parsed: ProviderNotice;
   try {
-    parsed = ctx.provider.parseWebhook(rawBody ?? '', headers);
+    parsed = await provider.parseWebhook(rawBody ?? '', headers);
   } catch {
-    throw new ValidationError(`body: not a ${ctx.provider.name} webhook.`);
+    throw new ValidationError(`body: not a ${provider.name} webhook.`);
   }
-  const payments = await eachCounting(parsed.paymentIds, async (providerPaymentId) => {
-    const row = await store.paymentByProviderId(ctx.db, ctx.provider.name, providerPaymentId);
+  if (parsed.paymentIds.length + parsed.refundIds.length > MAX_WEBHOOK_IDS) {
+    throw new ValidationError(`body: a call may name at most ${MAX_WEBHOOK_IDS} ids.`);
+  }
+  return { received: true, ...(await syncNotice(ctx, provider.name, parsed)) };
+}
+
+/** Re-reads what a provider's webhook named: its payments and refunds. */
+export async function syncNotice(
+  ctx: AppContext,
+  providerName: string,
+  notice: Pick<ProviderNotice, 'paymentIds' | 'refundIds'>,
+): Promise<{ payments: number; refunds: number }> {
+  const payments = await eachCounting(notice.paymentIds, async (providerPaymentId) => {
+    const row = await store.paymentByProviderId(ctx.db, providerName, providerPaymentId);
     return row ? syncPayment(ctx, row) : false;
   });
-  const refunds = await syncRefundsByProviderIds(ctx, parsed.refundIds);
-  return { received: true, payments, refunds };
+  const refunds = await syncRefundsByProviderIds(ctx, notice.refundIds);
+  return { payments, refunds };
 }

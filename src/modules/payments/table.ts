@@ -50,6 +50,12 @@ export interface PaymentsTable {
   settled_at: string | null;
   /** Sum of completed refunds, minor units of `currency`. */
   refunded_amount: Generated<number>;
+  /** 1 when the simulator processed it (no real money moved): every sandbox payment, and production ones under KASSA_ALLOW_SIMULATOR. */
+  simulated: Generated<number>;
+  /** JSON NextAction while the customer must act (3-D Secure), else null. */
+  next_action: string | null;
+  /** Set when the provider reports a payment paid that Kassa had already failed or canceled: a person decides. */
+  provider_conflict: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -12,6 +12,24 @@ import { emitPaymentEvent } from './events.ts';
 import * as store from './store.ts';
 import type { PaymentRow, PaymentStatus } from './table.ts';
 
+/** Statuses of a payment Kassa gave up on: a provider success after them is a conflict, not a move. */
+const GIVEN_UP: readonly PaymentStatus[] = ['failed', 'canceled'];
+
+/**
+ * The provider charged a payment Kassa had already failed or canceled (its checkout expired while the
+ * customer's browser was still confirming): nothing moves back, a person decides (refund or honour it).
+ */
+async function flagConflict(trx: Executor, payment: PaymentRow, now: string) {
+  await trx
+    .updateTable('payments')
+    .set({
+      provider_conflict: `The provider reports this payment paid after Kassa marked it ${payment.status} (${now}): refund it at the provider or honour the order.`,
+    })
+    .where('id', '=', payment.id)
+    .where('provider_conflict', 'is', null)
+    .execute();
+}
+
 /** Statuses of a payment that was paid: its deposit may still settle. */
 const PAID_STATUSES: readonly PaymentStatus[] = ['paid', 'refund_pending', 'refunded'];
 
@@ -19,6 +37,8 @@ export interface NewPaymentTerms {
   feeBp: bigint;
   fxEurUsd: bigint;
   provider: string;
+  /** The simulator processes it: no real money moves. */
+  simulated: boolean;
   items: { productId: string | null; name: string }[];
 }
 
@@ -55,6 +75,7 @@ export async function openPayment(
         terms.items.map((item, index) => ({ id: item.productId ?? `item_${index + 1}`, name: item.name })),
       ),
       provider: terms.provider,
+      simulated: terms.simulated ? 1 : 0,
       provider_payment_id: null,
       provider_refund_state: null,
       deposit_status: null,
@@ -103,6 +124,13 @@ export async function applyProviderState(
   if (payment.provider_payment_id !== null && payment.provider_payment_id !== state.providerPaymentId) {
     throw new Error(`payment ${payment.public_id}: provider payment id mismatch`);
   }
+  if (
+    state.outcome === 'PAYMENT_SUCCESS' &&
+    GIVEN_UP.includes(payment.status) &&
+    payment.provider_conflict === null
+  ) {
+    await flagConflict(trx, payment, now);
+  }
   const attemptsChanged = await recordAttempts(trx, payment, state.attempts, card);
   const status = nextStatus(payment.status, state.outcome);
   const nowPaid = PAID_STATUSES.includes(status ?? payment.status);
@@ -111,9 +139,12 @@ export async function applyProviderState(
     deposit = state.depositStatus ?? 'succeeded';
   }
   const visible = status !== null || attemptsChanged;
+  const nextAction =
+    state.nextAction && (status ?? payment.status) === 'processing' ? JSON.stringify(state.nextAction) : null;
   const quiet =
     deposit !== payment.deposit_status ||
     state.refundState !== payment.provider_refund_state ||
+    nextAction !== payment.next_action ||
     payment.provider_payment_id === null;
   if (!visible && !quiet) return { payment, changed: false };
   let updated = await trx
@@ -123,6 +154,7 @@ export async function applyProviderState(
       deposit_status: deposit,
       provider_payment_id: state.providerPaymentId,
       provider_refund_state: state.refundState,
+      next_action: nextAction,
       updated_at: visible ? now : payment.updated_at,
     })
     .where('id', '=', payment.id)
@@ -155,7 +187,7 @@ export async function movePayment(
   if (!payment || payment.status !== from) return null;
   const updated = await trx
     .updateTable('payments')
-    .set({ status: to, updated_at: now })
+    .set({ status: to, next_action: to === 'processing' ? payment.next_action : null, updated_at: now })
     .where('id', '=', payment.id)
     .where('status', '=', from)
     .returningAll()

@@ -1,10 +1,16 @@
-// Session endpoints GET/POST /api/payouts/ (?environment=sandbox for the sandbox wallet).
+// Session endpoints GET/POST /api/payouts/ and GET/PUT/DELETE /api/payouts/destination/
+// (?environment=sandbox for the sandbox wallet and its account).
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { choiceParam, type Query } from '../../http/pagination.ts';
+import { NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
+import { EnvironmentQuery } from '../organizations/schemas.ts';
 import { parsePositiveAmount } from '../refunds/schemas.ts';
-import { Payout, PayoutListQuery, PayoutPage } from './schemas.ts';
+import { getDestination, removeDestination, setDestination } from './destinations.ts';
+import { CurrentDestination, DestinationBody, Payout, PayoutListQuery, PayoutPage } from './schemas.ts';
 import { createPayout, listPayouts } from './service.ts';
 
 const Environment = Type.Union([Type.Literal('production'), Type.Literal('sandbox')]);
@@ -41,8 +47,42 @@ export async function payoutRoutes(app: App, { ctx }: RouteOptions) {
         principal.organizationId,
         environment,
         parsePositiveAmount('amount', request.body.amount),
+        actorOf(request),
       );
       return reply.code(201).send(payout);
+    },
+  );
+
+  payoutDestinationRoutes(app, ctx);
+}
+
+/** The bank account of each environment (registered inside payoutRoutes, behind its session check). */
+function payoutDestinationRoutes(app: App, ctx: RouteOptions['ctx']) {
+  const scope = (request: FastifyRequest) =>
+    [sessionOf(request).organizationId, environmentOf(request.query)] as const;
+
+  app.get(
+    '/payouts/destination/',
+    { schema: { querystring: EnvironmentQuery, response: { 200: CurrentDestination } } },
+    async (request) => getDestination(ctx.db, ...scope(request)),
+  );
+
+  app.put(
+    '/payouts/destination/',
+    {
+      schema: { querystring: EnvironmentQuery, body: DestinationBody, response: { 200: CurrentDestination } },
+    },
+    async (request) => setDestination(ctx, ...scope(request), request.body, actorOf(request)),
+  );
+
+  app.delete(
+    '/payouts/destination/',
+    {
+      schema: { querystring: EnvironmentQuery, response: { 204: NoContent } },
+    },
+    async (request, reply) => {
+      await removeDestination(ctx, ...scope(request), actorOf(request));
+      return reply.code(204).send();
     },
   );
 }

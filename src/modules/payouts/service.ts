@@ -1,5 +1,6 @@
 // Payouts: the merchant asks for money out of the wallet balance (held until the operator acts);
 // the operator completes (the wallet is debited) or rejects (the hold is released).
+
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
@@ -8,23 +9,47 @@ import { pageRequest, paginated, queryOf } from '../../http/pagination.ts';
 import { isPublicId, newPublicId, parseNumericId } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
+import { type Actor, OPERATOR, recordAudit } from '../audit/record.ts';
 import { emitEvent } from '../events/emit.ts';
 import { debitHold, type HoldSubject, placeHold, releaseHold } from '../wallet/holds.ts';
 import { lockWallet } from '../wallet/ledger.ts';
-import type { PayoutRow } from './table.ts';
+import { destinationLabel, findCurrentDestination } from './destinations.ts';
+import type { PayoutDestinationRow, PayoutRow } from './table.ts';
 
 type Deps = Pick<AppContext, 'db' | 'clock'>;
 
-export function presentPayout(row: PayoutRow) {
+export function presentPayout(row: PayoutRow, destination: PayoutDestinationRow | undefined) {
   return {
     id: row.public_id,
     amount: formatAmount(toBigInt(row.amount)),
     currency: row.currency,
     status: row.status,
     environment: row.environment,
+    destination: destination
+      ? {
+          id: destination.public_id,
+          type: destination.type,
+          account_holder: destination.account_holder,
+          label: destinationLabel(destination),
+        }
+      : null,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
+}
+
+/** The accounts of these payouts, by destination id. */
+export async function destinationsOf(db: Executor, rows: PayoutRow[]) {
+  const ids = [...new Set(rows.map((row) => row.destination_id).filter((id) => id !== null))];
+  const found = ids.length
+    ? await db.selectFrom('payout_destinations').selectAll().where('id', 'in', ids).execute()
+    : [];
+  return new Map(found.map((destination) => [destination.id, destination]));
+}
+
+async function presentPayouts(db: Executor, rows: PayoutRow[]) {
+  const destinations = await destinationsOf(db, rows);
+  return rows.map((row) => presentPayout(row, destinations.get(row.destination_id ?? 0)));
 }
 
 function holdOf(row: PayoutRow): HoldSubject {
@@ -37,6 +62,7 @@ export async function createPayout(
   organizationId: number,
   environment: Environment,
   amount: bigint,
+  actor: Actor,
 ) {
   const now = deps.clock().toISOString();
   return deps.db.transaction().execute(async (trx) => {
@@ -47,6 +73,7 @@ export async function createPayout(
         `amount: exceeds the balance available for payout (${formatAmount(payable > 0n ? payable : 0n)} USD).`,
       );
     }
+    const destination = await findCurrentDestination(trx, organizationId, environment);
     const row = await trx
       .insertInto('payouts')
       .values({
@@ -56,13 +83,25 @@ export async function createPayout(
         amount: Number(amount),
         currency: 'USD',
         status: 'pending',
+        destination_id: destination?.id ?? null,
         created_at: now,
         updated_at: now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'payout.requested',
+        target: { type: 'payout', id: row.public_id },
+        details: { amount: formatAmount(amount), environment },
+      },
+      now,
+    );
     await placeHold(trx, wallet, holdOf(row), now);
-    return presentPayout(row);
+    return presentPayout(row, destination);
   });
 }
 
@@ -87,7 +126,7 @@ export async function listPayouts(
     .limit(page.pageSize)
     .offset(page.offset)
     .execute();
-  return paginated(request, page, Number(counted.count), rows.map(presentPayout));
+  return paginated(request, page, Number(counted.count), await presentPayouts(db, rows));
 }
 
 function findPayout(db: Executor, reference: string) {
@@ -100,7 +139,12 @@ function findPayout(db: Executor, reference: string) {
 }
 
 /** Operator action: pending → completed (debit) or rejected (release), with payout.status_changed. */
-export async function settlePayout(deps: Deps, reference: string, outcome: 'completed' | 'rejected') {
+export async function settlePayout(
+  deps: Deps,
+  reference: string,
+  outcome: 'completed' | 'rejected',
+  actor: Actor = OPERATOR,
+) {
   const now = deps.clock().toISOString();
   return deps.db.transaction().execute(async (trx) => {
     const found = await findPayout(trx, reference);
@@ -119,6 +163,17 @@ export async function settlePayout(deps: Deps, reference: string, outcome: 'comp
     }
     if (outcome === 'completed') await debitHold(trx, wallet, holdOf(moved), now);
     else await releaseHold(trx, wallet, holdOf(moved), now);
+    await recordAudit(
+      trx,
+      moved.organization_id,
+      actor,
+      {
+        action: `payout.${outcome}`,
+        target: { type: 'payout', id: moved.public_id },
+        details: { amount: formatAmount(toBigInt(moved.amount)), environment: moved.environment },
+      },
+      now,
+    );
     await emitEvent(trx, {
       organizationId: moved.organization_id,
       environment: moved.environment,
@@ -134,6 +189,7 @@ export async function settlePayout(deps: Deps, reference: string, outcome: 'comp
       },
       now,
     });
-    return presentPayout(moved);
+    const [presented] = await presentPayouts(trx, [moved]);
+    return presented;
   });
 }

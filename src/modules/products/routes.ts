@@ -1,8 +1,10 @@
 // Session endpoints /api/products/ and /api/products/{id}/.
+
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { Currency, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
 import { Product, ProductList } from './schemas.ts';
 import { createProduct, deleteProduct, getProduct, listProducts, updateProduct } from './service.ts';
 
@@ -42,7 +44,9 @@ export async function productRoutes(app: App, { ctx }: RouteOptions) {
       },
     },
     async (request, reply) =>
-      reply.code(201).send(await createProduct(ctx, sessionOf(request).organizationId, request.body)),
+      reply
+        .code(201)
+        .send(await createProduct(ctx, sessionOf(request).organizationId, request.body, actorOf(request))),
   );
 
   app.get('/products/:id/', { schema: { params: IdParam, response: { 200: Product } } }, async (request) =>
@@ -58,14 +62,21 @@ export async function productRoutes(app: App, { ctx }: RouteOptions) {
         response: { 200: Product },
       },
     },
-    async (request) => updateProduct(ctx, sessionOf(request).organizationId, request.params.id, request.body),
+    async (request) =>
+      updateProduct(
+        ctx,
+        sessionOf(request).organizationId,
+        request.params.id,
+        request.body,
+        actorOf(request),
+      ),
   );
 
   app.delete(
     '/products/:id/',
     { schema: { params: IdParam, response: { 204: NoContent } } },
     async (request, reply) => {
-      await deleteProduct(ctx, sessionOf(request).organizationId, request.params.id);
+      await deleteProduct(ctx, sessionOf(request).organizationId, request.params.id, actorOf(request));
       return reply.code(204).send();
     },
   );

@@ -1,10 +1,12 @@
 // The catalog: products a merchant sells, priced in minor units of one currency.
 // Checkout and payment links read them through `findSellableProducts`.
+
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { isPublicId, newPublicId } from '../../lib/ids.ts';
 import { formatAmount, MoneyFormatError, parseAmount, toBigInt } from '../../lib/money.ts';
+import { type Actor, recordAudit } from '../audit/record.ts';
 import type { ProductRow } from './table.ts';
 
 export function presentProduct(row: ProductRow) {
@@ -78,23 +80,38 @@ export async function createProduct(
   ctx: AppContext,
   organizationId: number,
   input: Required<Pick<ProductInput, 'name' | 'unit_price'>> & ProductInput,
+  actor: Actor,
 ) {
   const now = ctx.clock().toISOString();
-  const row = await ctx.db
-    .insertInto('products')
-    .values({
-      public_id: newPublicId('product'),
-      organization_id: organizationId,
-      name: cleanName(input.name),
-      description: input.description?.trim() ?? '',
-      unit_price: Number(parsePrice('unit_price', input.unit_price)),
-      currency: input.currency ?? 'USD',
-      is_active: input.is_active === false ? 0 : 1,
-      created_at: now,
-      updated_at: now,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .insertInto('products')
+      .values({
+        public_id: newPublicId('product'),
+        organization_id: organizationId,
+        name: cleanName(input.name),
+        description: input.description?.trim() ?? '',
+        unit_price: Number(parsePrice('unit_price', input.unit_price)),
+        currency: input.currency ?? 'USD',
+        is_active: input.is_active === false ? 0 : 1,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'product.created',
+        target: { type: 'product', id: inserted.public_id },
+        details: { name: inserted.name },
+      },
+      now,
+    );
+    return inserted;
+  });
   return presentProduct(row);
 }
 
@@ -103,6 +120,7 @@ export async function updateProduct(
   organizationId: number,
   publicId: string,
   input: ProductInput,
+  actor: Actor,
 ) {
   const existing = await findProduct(ctx.db, organizationId, publicId);
   if (!existing) throw new NotFoundError('Product not found.');
@@ -112,24 +130,52 @@ export async function updateProduct(
   if (input.unit_price !== undefined) changes.unit_price = Number(parsePrice('unit_price', input.unit_price));
   if (input.currency !== undefined) changes.currency = input.currency;
   if (input.is_active !== undefined) changes.is_active = input.is_active ? 1 : 0;
-  const row = await ctx.db
-    .updateTable('products')
-    .set({ ...changes, updated_at: ctx.clock().toISOString() })
-    .where('id', '=', existing.id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const now = ctx.clock().toISOString();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('products')
+      .set({ ...changes, updated_at: now })
+      .where('id', '=', existing.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'product.updated',
+        target: { type: 'product', id: existing.public_id },
+        details: { changes: input },
+      },
+      now,
+    );
+    return updated;
+  });
   return presentProduct(row);
 }
 
-export async function deleteProduct(ctx: AppContext, organizationId: number, publicId: string) {
+export async function deleteProduct(ctx: AppContext, organizationId: number, publicId: string, actor: Actor) {
   const existing = await findProduct(ctx.db, organizationId, publicId);
   if (!existing) throw new NotFoundError('Product not found.');
   const now = ctx.clock().toISOString();
-  await ctx.db
-    .updateTable('products')
-    .set({ deleted_at: now, is_active: 0, updated_at: now })
-    .where('id', '=', existing.id)
-    .execute();
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('products')
+      .set({ deleted_at: now, is_active: 0, updated_at: now })
+      .where('id', '=', existing.id)
+      .execute();
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'product.deleted',
+        target: { type: 'product', id: existing.public_id },
+        details: { name: existing.name },
+      },
+      now,
+    );
+  });
 }
 
 /**

@@ -5,6 +5,7 @@ import {
   providerMarkBlocks,
   type RefundablePayment,
   refundAmounts,
+  refundableRemainder,
   walletLimit,
 } from './eligibility.ts';
 
@@ -91,4 +92,45 @@ test('a provider PARTIAL_REFUNDED mark blocks only refunds Kassa did not make it
     providerMarkBlocks({ ...eur, providerRefundState: 'FULLY_REFUNDED', refundedAmount: 1n }, false),
     true,
   );
+});
+
+test('a payment whose fee took the whole amount is refused, never divided by its zero net', () => {
+  const nothingSettled =
+    'Payment is not refundable: its fee took the whole amount, so nothing was settled to the wallet for it.';
+  for (const netUsd of [0n, -1n]) {
+    const payment = { ...eur, netUsd };
+    assert.throws(
+      () => assertPaymentRefundable(payment, false),
+      (error: Error) => error.message === nothingSettled,
+    );
+    assert.equal(walletLimit(payment, rich), 0n);
+    assert.throws(
+      () => refundAmounts(payment, rich, 100n),
+      /Insufficient wallet balance to refund any amount/,
+    );
+  }
+  // A net of one cent settles something: the rules go on to the wallet.
+  assert.doesNotThrow(() => assertPaymentRefundable({ ...eur, netUsd: 1n }, false));
+});
+
+test('the remainder never goes below zero, and an empty or overdrawn wallet covers nothing', () => {
+  assert.equal(refundableRemainder({ ...eur, refundedAmount: 10_000n }), 0n);
+  assert.equal(refundableRemainder({ ...eur, refundedAmount: 15_000n }), 0n);
+  assert.equal(refundableRemainder({ ...eur, refundedAmount: 9_999n }), 1n);
+  assert.equal(walletLimit(eur, { balance: 0n, reserve: 0n, held: 0n }), 0n);
+  assert.equal(walletLimit(eur, { balance: 100n, reserve: 0n, held: 400n }), 0n);
+  assert.equal(walletLimit(eur, { balance: 1n, reserve: 0n, held: 0n }), 0n); // 1 × 10000 / 10487 → 0
+  assert.equal(walletLimit(eur, { balance: 2n, reserve: 0n, held: 0n }), 1n); // 1.9 → 1 (down)
+});
+
+test('the HT sent to the provider is capped at what is left of it, never made negative', () => {
+  // Completed refunds took all of the HT (rounding): the next cent-sized refund asks for nothing more.
+  const htUsedUp = { ...eur, refundedAmount: 5_000n, refundedHt: 8_333n };
+  assert.equal(refundAmounts(htUsedUp, rich, 100n).amountInCents, 0n);
+  // Exactly what is left is asked for as it is.
+  const exact = { ...eur, refundedAmount: 5_000n, refundedHt: 4_166n };
+  assert.equal(refundAmounts(exact, rich, 5_000n).amountInCents, 4_167n);
+  // A provider total above the HT (inconsistent data) does not turn the amount negative.
+  const over = { ...eur, refundedAmount: 5_000n, refundedHt: 9_000n };
+  assert.equal(refundAmounts(over, rich, 1_000n).amountInCents, 833n);
 });

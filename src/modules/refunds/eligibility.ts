@@ -31,6 +31,13 @@ export interface RefundAmounts {
 
 export const REFUND_IN_PROGRESS = 'A refund is already in progress for this payment.';
 export const ALREADY_REFUNDED = 'Payment has already been refunded.';
+/**
+ * A payment whose fee took the whole gross settled nothing to the wallet: its refund would hold
+ * net_usd × share = 0 and the customer would be paid back from nobody's money. (Possible once an
+ * operator sets fee_percent to 100; the CLI refuses that, older rows may still exist.)
+ */
+export const NOTHING_SETTLED =
+  'Payment is not refundable: its fee took the whole amount, so nothing was settled to the wallet for it.';
 
 /** What is left to refund: the gross less completed refunds. */
 export function refundableRemainder(payment: RefundablePayment): bigint {
@@ -41,8 +48,8 @@ export function refundableRemainder(payment: RefundablePayment): bigint {
 /** The most the wallet can cover, in the charge currency: wallet_available × gross / net_usd, rounded down. */
 export function walletLimit(payment: RefundablePayment, wallet: Buckets): bigint {
   const available = availableOf(wallet);
-  if (available <= 0n) return 0n;
-  if (payment.netUsd <= 0n) return refundableRemainder(payment);
+  // Nothing settled means nothing the wallet could give back (and no division by a zero net).
+  if (available <= 0n || payment.netUsd <= 0n) return 0n;
   return mulDivFloor(available, payment.gross, payment.netUsd);
 }
 
@@ -57,7 +64,10 @@ export function providerMarkBlocks(payment: RefundablePayment, refundInFlight: b
   return payment.refundedAmount === 0n && !refundInFlight;
 }
 
-/** Rules 1–3: status, provider marks, nothing in flight, something left. Checked before the wallet. */
+/**
+ * Rules 1–3: status, provider marks, nothing in flight, something left; and a net that settled
+ * something. Checked before the wallet.
+ */
 export function assertPaymentRefundable(payment: RefundablePayment, refundInFlight: boolean): void {
   if (payment.status === 'refunded') throw new RefundError(ALREADY_REFUNDED);
   if (payment.status !== 'paid' && payment.status !== 'refund_pending') {
@@ -66,6 +76,7 @@ export function assertPaymentRefundable(payment: RefundablePayment, refundInFlig
   if (providerMarkBlocks(payment, refundInFlight)) throw new RefundError(ALREADY_REFUNDED);
   if (refundInFlight) throw new RefundError(REFUND_IN_PROGRESS);
   if (refundableRemainder(payment) <= 0n) throw new RefundError(ALREADY_REFUNDED);
+  if (payment.netUsd <= 0n) throw new RefundError(NOTHING_SETTLED);
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   orderingParam,
   pageRequest,
   paginated,
+  type Query,
   queryOf,
   searchParam,
 } from '../../http/pagination.ts';
@@ -35,15 +36,23 @@ export function presentRefund(refund: store.RefundWithPayment) {
   };
 }
 
-export async function listRefunds(db: Executor, scope: store.Scope, request: FastifyRequest) {
-  const query = queryOf(request);
-  const status = choiceParam(query, 'status', STATUSES);
-  const createdFrom = isoParam(query, 'created_at__gte');
-  const createdTo = isoParam(query, 'created_at__lte');
-  const search = searchParam(query);
-  const ordering = orderingParam(query, ORDERING, '-created_at');
-  const page = pageRequest(query);
+/** The list's filters, from the query string; a bad parameter is a 400 naming it. */
+export function parseRefundFilters(query: Query) {
+  return {
+    status: choiceParam(query, 'status', STATUSES),
+    createdFrom: isoParam(query, 'created_at__gte'),
+    createdTo: isoParam(query, 'created_at__lte'),
+    search: searchParam(query),
+  };
+}
 
+/** The scope's refunds that match the filters (also what the CSV export streams). */
+export function filteredRefunds(
+  db: Executor,
+  scope: store.Scope,
+  filters: Partial<ReturnType<typeof parseRefundFilters>>,
+) {
+  const { status, createdFrom, createdTo, search } = filters;
   let filtered = store.selectRefunds(db).where('refunds.organization_id', '=', scope.organizationId);
   if (scope.environment) filtered = filtered.where('refunds.environment', '=', scope.environment);
   if (status) filtered = filtered.where('refunds.status', '=', status);
@@ -54,10 +63,20 @@ export async function listRefunds(db: Executor, scope: store.Scope, request: Fas
     filtered = filtered.where((eb) =>
       eb.or([
         eb(sql`lower(payments.public_id)`, 'like', sql`${pattern} escape '\\'`),
+        eb(sql`lower(refunds.public_id)`, 'like', sql`${pattern} escape '\\'`),
         eb(sql`lower(refunds.reason)`, 'like', sql`${pattern} escape '\\'`),
       ]),
     );
   }
+  return filtered;
+}
+
+export async function listRefunds(db: Executor, scope: store.Scope, request: FastifyRequest) {
+  const query = queryOf(request);
+  const filters = parseRefundFilters(query);
+  const ordering = orderingParam(query, ORDERING, '-created_at');
+  const page = pageRequest(query);
+  const filtered = filteredRefunds(db, scope, filters);
   const counted = await filtered
     .clearSelect()
     .select((eb) => eb.fn.countAll<number | string>().as('count'))

@@ -1,12 +1,14 @@
 // Refund endpoints. API keys (under /api and /sandbox/api): POST /transactions/{id}/refund/,
 // GET /refunds/, GET /refunds/{id}/. Dashboard sessions: POST /api/refunds/verification-code/ and
 // POST /api/refunds/ (which answers 405 to an API key, as GET /refunds/ on that path is theirs).
+
 import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { MethodNotAllowedError, NotFoundError } from '../../http/errors.ts';
 import { choiceParam, queryOf } from '../../http/pagination.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
 import { listRefunds, presentRefund } from './list.ts';
 import {
@@ -52,11 +54,17 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
       return createRefund(
         ctx,
         { organizationId: principal.organizationId, environment },
-        { transactionId: request.params.id, amount, reason: parseReason(request.body.reason), source: 'api' },
+        {
+          transactionId: request.params.id,
+          amount,
+          reason: parseReason(request.body.reason),
+          source: 'api',
+          actor: actorOf(request),
+        },
         // The refund and the Idempotency-Key's answer commit together: a retry never refunds twice.
         {
-          afterRecord: (trx, refund) =>
-            recordIdempotentResponseIn(trx, request, 200, presentCreatedRefund(refund)),
+          afterRecord: (trx, refund, payment) =>
+            recordIdempotentResponseIn(trx, request, 200, presentCreatedRefund(refund, payment.public_id)),
         },
       );
     },
@@ -152,7 +160,13 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
       return createRefund(
         ctx,
         { organizationId: principal.organizationId, environment: null },
-        { transactionId: String(request.body.transaction_id), amount, reason, source: 'dashboard' },
+        {
+          transactionId: String(request.body.transaction_id),
+          amount,
+          reason,
+          source: 'dashboard',
+          actor: actorOf(request),
+        },
         { beforeRecord: (trx) => consumeVerificationCode(trx, codeId, ctx.clock().toISOString()) },
       );
     },

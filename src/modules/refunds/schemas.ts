@@ -27,7 +27,7 @@ const refundListParams = {
   status: QueryParam('pending, processing, completed, failed or rejected.'),
   created_at__gte: QueryParam('ISO 8601 date-time: created on or after.'),
   created_at__lte: QueryParam('ISO 8601 date-time: created on or before.'),
-  search: QueryParam('Matches the payment public id or the reason (case-insensitive).'),
+  search: QueryParam('Matches the payment or refund public id, or the reason (case-insensitive).'),
   ordering: QueryParam('created_at, amount or status; prefix - for descending (default -created_at).'),
   page: QueryParam('From 1.'),
   page_size: QueryParam('Default 20, at most 100.'),
@@ -63,6 +63,8 @@ export const RefundPage = Page(Refund, 'A page of refunds, newest first by defau
 /** The creation response: integer ids and the public id without its RF prefix, as the interface shows. */
 export const RefundCreated = Shape(
   {
+    id: Type.String({ description: 'Public refund ID (RF…), as GET /refunds/ and the webhooks show it.' }),
+    transaction: Type.String({ description: 'Public ID (TX…) of the refunded payment.' }),
     status: RefundStatus,
     refund_id: Type.Integer({ description: 'Internal refund ID.' }),
     refund_public_id: Type.String({ description: 'Public refund ID without the RF prefix.' }),

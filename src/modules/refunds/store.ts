@@ -62,9 +62,11 @@ export type RefundWithPayment = RefundRow & { payment_public_id: string };
 export async function findRefund(
   db: Executor,
   scope: Scope,
-  reference: string,
+  given: string,
 ): Promise<RefundWithPayment | undefined> {
-  const numeric = parseNumericId(reference);
+  const numeric = parseNumericId(given);
+  // The creation response's refund_public_id is the public id without its RF prefix: accept it too.
+  const reference = !isPublicId('refund', given) && isPublicId('refund', `RF${given}`) ? `RF${given}` : given;
   if (numeric === null && !isPublicId('refund', reference)) return undefined;
   let query = selectRefunds(db).where('refunds.organization_id', '=', scope.organizationId);
   if (scope.environment) query = query.where('refunds.environment', '=', scope.environment);

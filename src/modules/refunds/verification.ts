@@ -47,7 +47,10 @@ export async function issueVerificationCode(
     subject: 'Your Kassa refund verification code',
     text: `Your refund verification code for ${principal.organization.name} is ${code}.\n\nIt expires in 10 minutes and can be used once. If you did not ask for it, someone may be using your dashboard session.\n`,
   });
-  return { detail: `A verification code was sent to ${principal.user.email}.`, expires_at: expiresAt };
+  return {
+    detail: `A verification code was sent to ${principal.user.email}.${ctx.mailer.deliveryNote}`,
+    expires_at: expiresAt,
+  };
 }
 
 const INVALID = 'verification_code: no valid code; request a new one.';

@@ -3,8 +3,12 @@
 // traffic. One worker loop, in batches, oldest first, each batch in its own transaction:
 // - webhook deliveries that are finished (delivered or failed for good), with their attempts, and
 //   dispatched events no delivery refers to any more: after KASSA_RETENTION_DAYS (30; 0 keeps them);
-// - dashboard sessions a day after they expired or were revoked, and refund verification codes a day
-//   after they expired (neither can be used by then).
+// - dashboard sessions a day after they expired or were revoked, and refund verification codes, login
+//   challenges and password-reset links a day after they expired (none can be used by then);
+// - the ids of provider events handled (Stripe's, kept to deduplicate them) 30 days after they were
+//   handled: Stripe stops retrying an event after 3 days;
+// - audit log entries after AUDIT_RETENTION_DAYS (400), whatever KASSA_RETENTION_DAYS says: the audit
+//   trail outlives a year (PCI DSS 10.5.1 asks for twelve months).
 // Pending deliveries and undispatched events are never touched, however old.
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
@@ -12,6 +16,7 @@ import type { Database, Executor } from '../../db/database.ts';
 
 const BATCH = 500;
 const DAY_MS = 24 * 60 * 60 * 1000;
+export const AUDIT_RETENTION_DAYS = 400;
 
 async function pruneDeliveries(db: Executor, cutoff: string): Promise<number> {
   return db.transaction().execute(async (trx) => {
@@ -66,17 +71,37 @@ async function pruneCredentials(db: Executor, dayAgo: string): Promise<number> {
     .deleteFrom('sessions')
     .where((eb) => eb.or([eb('expires_at', '<', dayAgo), eb('revoked_at', '<', dayAgo)]))
     .executeTakeFirst();
-  const codes = await db
-    .deleteFrom('refund_verification_codes')
-    .where('expires_at', '<', dayAgo)
+  let deleted = Number(sessions.numDeletedRows);
+  for (const table of ['refund_verification_codes', 'login_challenges', 'password_resets'] as const) {
+    const result = await db.deleteFrom(table).where('expires_at', '<', dayAgo).executeTakeFirst();
+    deleted += Number(result.numDeletedRows);
+  }
+  return deleted;
+}
+
+async function pruneAuditLog(db: Executor, cutoff: string): Promise<number> {
+  const result = await db
+    .deleteFrom('audit_log')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('audit_log').select('id').where('at', '<', cutoff).orderBy('at').limit(BATCH),
+    )
     .executeTakeFirst();
-  return Number(sessions.numDeletedRows) + Number(codes.numDeletedRows);
+  return Number(result.numDeletedRows);
+}
+
+const PROVIDER_EVENT_DAYS = 30;
+
+async function pruneProviderEvents(db: Executor, cutoff: string): Promise<number> {
+  const result = await db.deleteFrom('provider_events').where('processed_at', '<', cutoff).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** One pass of the retention loop; returns how many rows it deleted (the worker repeats while > 0). */
 export async function pruneExpiredRecords(ctx: AppContext): Promise<number> {
   const now = ctx.clock().getTime();
   let deleted = await pruneCredentials(ctx.db, new Date(now - DAY_MS).toISOString());
+  deleted += await pruneAuditLog(ctx.db, new Date(now - AUDIT_RETENTION_DAYS * DAY_MS).toISOString());
+  deleted += await pruneProviderEvents(ctx.db, new Date(now - PROVIDER_EVENT_DAYS * DAY_MS).toISOString());
   if (ctx.config.retentionDays > 0) {
     const cutoff = new Date(now - ctx.config.retentionDays * DAY_MS).toISOString();
     deleted += await pruneDeliveries(ctx.db, cutoff);

@@ -3,29 +3,17 @@
 import { sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
-import { toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
-import type { LedgerAccount, MovementKind, WalletRow } from './table.ts';
+import { type Buckets, bucketsOf } from './arithmetic.ts';
+import type { LedgerAccount, MovementKind } from './table.ts';
 
-export interface Buckets {
-  balance: bigint;
-  reserve: bigint;
-  held: bigint;
-}
+// The arithmetic lives in arithmetic.ts (pure, mutation-tested); callers may keep importing it from here.
+export { availableOf, type Buckets, bucketsOf, lesserOf, splitDebit } from './arithmetic.ts';
 
 export interface LockedWallet extends Buckets {
   id: number;
   organizationId: number;
   environment: Environment;
-}
-
-export function bucketsOf(row: Pick<WalletRow, 'balance' | 'reserve' | 'held'>): Buckets {
-  return { balance: toBigInt(row.balance), reserve: toBigInt(row.reserve), held: toBigInt(row.held) };
-}
-
-/** balance + reserve − held: what refunds may still draw on. */
-export function availableOf(buckets: Buckets): bigint {
-  return buckets.balance + buckets.reserve - buckets.held;
 }
 
 /**
@@ -136,16 +124,4 @@ export async function postMovement(
     wallet.held += delta('held');
   }
   return inserted.id;
-}
-
-/** The held amount is taken from the balance first, then the reserve. */
-export function splitDebit(wallet: Buckets, amount: bigint): { balance: bigint; reserve: bigint } {
-  const fromBalance = lesserOf(amount, wallet.balance);
-  return { balance: fromBalance, reserve: amount - fromBalance };
-}
-
-/** The smaller of two amounts (Math.min does not take bigints). */
-export function lesserOf(a: bigint, b: bigint): bigint {
-  if (a < b) return a;
-  return b;
 }

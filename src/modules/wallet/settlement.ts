@@ -3,8 +3,9 @@
 // balance += the rest, as one ledger movement. Also stamps payments.settled_at and schedules the
 // reserve part's release after rolling_reserve_days. Returns false if it was already settled.
 import type { Executor } from '../../db/database.ts';
-import { percentOf, toBigInt } from '../../lib/money.ts';
+import { toBigInt } from '../../lib/money.ts';
 import type { PaymentRow } from '../payments/table.ts';
+import { settlementSplit } from './arithmetic.ts';
 import { lockWallet, postMovement } from './ledger.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -16,14 +17,14 @@ export async function settlePayment(trx: Executor, payment: PaymentRow, now: str
     .where('id', '=', payment.organization_id)
     .executeTakeFirstOrThrow();
   const net = toBigInt(payment.net_usd);
-  const reserve = percentOf(net, toBigInt(organization.rolling_reserve_bp));
+  const { reserve, balance } = settlementSplit(net, toBigInt(organization.rolling_reserve_bp));
   const wallet = await lockWallet(trx, payment.organization_id, payment.environment, now);
   const movementId = await postMovement(trx, wallet, {
     kind: 'settlement',
     referenceId: payment.id,
     referencePublicId: payment.public_id,
     amount: net,
-    entries: { settlements: -net, reserve, balance: net - reserve },
+    entries: { settlements: -net, reserve, balance },
     now,
   });
   if (movementId === null) return false;

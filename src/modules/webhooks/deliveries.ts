@@ -54,10 +54,11 @@ async function redeliveryIds(ctx: AppContext, rows: WebhookDeliveryRow[]) {
   return new Map(found.map((row) => [row.id, row.delivery_id]));
 }
 
-/** GET …/deliveries/?status=&event=&subject=, newest first. */
+/** GET …/deliveries/?environment=&status=&event=&subject=, newest first. */
 export async function listDeliveries(ctx: AppContext, organizationId: number, request: FastifyRequest) {
   const query = queryOf(request);
   const filter = {
+    environment: choiceParam(query, 'environment', ['production', 'sandbox'] as const),
     status: choiceParam(query, 'status', DELIVERY_STATUSES),
     event: choiceParam(query, 'event', EVENT_TYPES),
     subject: param(query, 'subject') || undefined,

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
 import { getDelivery, listDeliveries, redeliver } from './deliveries.ts';
 import { listReceived, RECEIVER_BODY_LIMIT, receive } from './receiver.ts';
 import {
@@ -39,7 +40,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
     async (request) => getEndpoint(ctx, org(request)),
   );
   app.put(`${BASE}/`, { schema: PutEndpointSchema }, async (request) =>
-    putEndpoint(ctx, org(request), request.body.endpoint_url),
+    putEndpoint(ctx, org(request), request.body.endpoint_url, actorOf(request)),
   );
   app.post(
     `${BASE}/rotate/`,
@@ -50,7 +51,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
         response: { 200: WebhookEndpointWithSecret },
       },
     },
-    async (request) => rotateSecret(ctx, org(request)),
+    async (request) => rotateSecret(ctx, org(request), actorOf(request)),
   );
   app.post(
     `${BASE}/test/`,

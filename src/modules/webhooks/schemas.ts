@@ -133,6 +133,9 @@ export const ListDeliveriesSchema = {
   summary: 'The delivery log, newest first',
   querystring: Type.Object({
     ...PageQuery,
+    environment: Type.Optional(
+      Type.String({ maxLength: 32, description: 'production or sandbox; both when absent.' }),
+    ),
     status: Type.Optional(Type.String({ maxLength: 32 })),
     event: Type.Optional(Type.String({ maxLength: 64 })),
     subject: Type.Optional(Type.String({ maxLength: 64 })),

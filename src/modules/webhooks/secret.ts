@@ -1,12 +1,17 @@
-// Signing secrets and signatures: `whsec_` + 32 random bytes (base64url); the HMAC key is the secret
-// string's UTF-8 bytes; the signature is `sha256=` + hex HMAC-SHA256 over the exact body bytes.
+// Signing secrets and signatures. A secret is `whsec_` + standard base64 of 32 random bytes (secrets made
+// before were base64url, and keep working). Two signatures go with every delivery:
+// - the interface's X-Webhook-Signature: `sha256=` + hex HMAC-SHA256 over the exact body bytes, keyed with
+//   the secret string's UTF-8 bytes;
+// - Standard Webhooks' webhook-signature: `v1,` + base64 HMAC-SHA256 over "{id}.{timestamp}.{body}",
+//   keyed with the bytes the secret encodes after `whsec_`; it covers the timestamp, so a receiver using
+//   the standardwebhooks or svix libraries also refuses replays.
 import { createHmac, randomBytes } from 'node:crypto';
 import { constantTimeEqual, decrypt, encrypt } from '../../lib/crypto.ts';
 
 export const SECRET_PREFIX = 'whsec_';
 
 export function generateSecret(): string {
-  return SECRET_PREFIX + randomBytes(32).toString('base64url');
+  return SECRET_PREFIX + randomBytes(32).toString('base64');
 }
 
 export function secretPreview(secret: string): string {
@@ -15,6 +20,36 @@ export function secretPreview(secret: string): string {
 
 export function sign(secret: string, body: string | Buffer): string {
   return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;
+}
+
+// Decoding is cheap, but it would run for every delivery; secrets are few.
+const standardKeys = new Map<string, Buffer>();
+
+/** The key of the Standard Webhooks signature: the secret's bytes (Node decodes either base64 alphabet). */
+function standardKey(secret: string): Buffer {
+  let key = standardKeys.get(secret);
+  if (key === undefined) {
+    key = Buffer.from(
+      secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
+      'base64',
+    );
+    if (standardKeys.size >= 1000) standardKeys.clear();
+    standardKeys.set(secret, key);
+  }
+  return key;
+}
+
+/** The Standard Webhooks headers of one attempt: webhook-id, webhook-timestamp, webhook-signature. */
+export function standardWebhookHeaders(
+  secret: string,
+  id: string,
+  timestamp: number,
+  body: string,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  const signed = createHmac('sha256', standardKey(secret))
+    .update(`${id}.${timestamp}.${body}`)
+    .digest('base64');
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signed}` };
 }
 
 /** Whether `signature` (the X-Webhook-Signature header) is the signature of `body` under `secret`. */

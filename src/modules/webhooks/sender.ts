@@ -1,9 +1,9 @@
 // One HTTP attempt: POST the exact body over a keep-alive agent, no redirects followed, a hard
-// timeout, and (in production) only to public addresses. Never throws: the outcome is data.
+// timeout, and only to public addresses unless the guard is off (KASSA_WEBHOOK_ALLOW_PRIVATE) or the URL is exempt. Never throws: the outcome is data.
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { BlockedAddressError, guardedLookup, isNonPublicAddress } from './ssrf.ts';
+import { assertPublicAddress, BlockedAddressError, guardedLookup } from './ssrf.ts';
 
 export interface AttemptOutcome {
   /** The response status, or null when no response arrived. */
@@ -65,34 +65,51 @@ function targetOf(url: string): Target {
   return target;
 }
 
+type Agents = { http: http.Agent; https: https.Agent };
+
+export interface SenderOptions {
+  /** Refuse non-public addresses (the SSRF guard). */
+  guarded: boolean;
+  /** URLs the guard lets through all the same (the service's own test receiver). */
+  exempt?: (url: string) => boolean;
+  timeoutMs: number;
+  maxSocketsPerHost?: number;
+}
+
 export class WebhookSender {
-  private readonly agents: { http: http.Agent; https: https.Agent };
-  private readonly guarded: boolean;
+  private readonly guardedAgents: Agents | null;
+  private readonly openAgents: Agents;
+  private readonly exempt: (url: string) => boolean;
   private readonly timeoutMs: number;
 
-  constructor(options: { guarded: boolean; timeoutMs: number; maxSocketsPerHost?: number }) {
-    this.guarded = options.guarded;
+  constructor(options: SenderOptions) {
     this.timeoutMs = options.timeoutMs;
+    this.exempt = options.exempt ?? (() => false);
     const agentOptions = {
       keepAlive: true,
       maxSockets: options.maxSocketsPerHost ?? 64,
       maxFreeSockets: options.maxSocketsPerHost ?? 64,
       scheduling: 'lifo' as const,
-      ...(options.guarded ? { lookup: guardedLookup } : {}),
     };
-    this.agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+    const agents = (extra: http.AgentOptions): Agents => ({
+      http: new http.Agent({ ...agentOptions, ...extra }),
+      https: new https.Agent({ ...agentOptions, ...extra }),
+    });
+    this.openAgents = agents({});
+    this.guardedAgents = options.guarded ? agents({ lookup: guardedLookup }) : null;
   }
 
   send(url: string, body: string, headers: Record<string, string>): Promise<AttemptOutcome> {
     const started = performance.now();
     const timeoutMs = this.timeoutMs;
     let target: Target;
+    let agents = this.openAgents;
     try {
       target = targetOf(url);
+      const guarded = this.guardedAgents !== null && !this.exempt(url);
+      if (guarded && this.guardedAgents) agents = this.guardedAgents;
       // An IP literal is connected to without a lookup, so the guarded lookup never sees it.
-      if (this.guarded && isIP(target.hostname) && isNonPublicAddress(target.hostname)) {
-        throw new BlockedAddressError(`${target.hostname} is a loopback, private or link-local address.`);
-      }
+      if (guarded && isIP(target.hostname)) assertPublicAddress(target.hostname);
     } catch (error) {
       const message = describe(error, timeoutMs, false);
       return Promise.resolve({
@@ -128,7 +145,7 @@ export class WebhookSender {
         {
           ...target.options,
           method: 'POST',
-          agent: secure ? this.agents.https : this.agents.http,
+          agent: secure ? agents.https : agents.http,
           headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         },
         (response) => {
@@ -164,7 +181,9 @@ export class WebhookSender {
   }
 
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    for (const agents of [this.openAgents, this.guardedAgents]) {
+      agents?.http.destroy();
+      agents?.https.destroy();
+    }
   }
 }

@@ -4,10 +4,11 @@ import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { isPublicId, newUuid, parseNumericId } from '../../lib/ids.ts';
+import { type Actor, recordAudit } from '../audit/record.ts';
 import { emitEvent, type NewEvent } from '../events/emit.ts';
 import { transactionEventPayload } from '../payments/events.ts';
 import { generateSecret, openSecret, sealSecret, secretPreview } from './secret.ts';
-import { assertPublicHost, BlockedAddressError } from './ssrf.ts';
+import { assertPublicHost, BlockedAddressError, isOwnTestReceiver } from './ssrf.ts';
 import * as store from './store.ts';
 import type { WebhookEndpointRow } from './table.ts';
 
@@ -27,7 +28,10 @@ export async function getEndpoint(ctx: AppContext, organizationId: number) {
   return presentEndpoint(ctx, await store.findEndpoint(ctx.db, organizationId));
 }
 
-/** http(s) only, no fragments; in production the host must resolve to public addresses only. */
+/**
+ * http(s) only, no fragments; the host must resolve to public addresses only (the SSRF guard), unless
+ * KASSA_WEBHOOK_ALLOW_PRIVATE is set or the URL is this service's own public test receiver.
+ */
 export async function validateEndpointUrl(ctx: AppContext, raw: string): Promise<string> {
   let url: URL;
   try {
@@ -40,7 +44,7 @@ export async function validateEndpointUrl(ctx: AppContext, raw: string): Promise
   }
   if (!url.hostname) throw new ValidationError('endpoint_url: must name a host.');
   if (url.hash) throw new ValidationError('endpoint_url: may not contain a fragment (#...).');
-  if (ctx.config.env === 'production') {
+  if (!ctx.config.webhookAllowPrivate && !isOwnTestReceiver(url.href, ctx.config.publicUrl)) {
     try {
       await assertPublicHost(url.hostname);
     } catch (error) {
@@ -52,11 +56,22 @@ export async function validateEndpointUrl(ctx: AppContext, raw: string): Promise
 }
 
 /** Sets the URL; the first time, a secret is created too and returned once as raw_secret. */
-export async function putEndpoint(ctx: AppContext, organizationId: number, rawUrl: string) {
+export async function putEndpoint(ctx: AppContext, organizationId: number, rawUrl: string, actor: Actor) {
   const url = await validateEndpointUrl(ctx, rawUrl);
   const now = ctx.clock().toISOString();
   return ctx.db.transaction().execute(async (trx) => {
     const existing = await store.findEndpoint(trx, organizationId);
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'webhook.endpoint_changed',
+        target: { type: 'webhook_endpoint', id: organizationId },
+        details: { from: existing?.endpoint_url ?? null, to: url },
+      },
+      now,
+    );
     if (existing) {
       const row = await store.updateEndpoint(trx, organizationId, { endpoint_url: url, updated_at: now });
       return presentEndpoint(ctx, row);
@@ -79,10 +94,17 @@ async function requireEndpoint(db: Executor, organizationId: number) {
 }
 
 /** A new secret; from now on only it signs (and verifies). Returned once as raw_secret. */
-export async function rotateSecret(ctx: AppContext, organizationId: number) {
+export async function rotateSecret(ctx: AppContext, organizationId: number, actor: Actor) {
   const now = ctx.clock().toISOString();
   return ctx.db.transaction().execute(async (trx) => {
     await requireEndpoint(trx, organizationId);
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      { action: 'webhook.secret_rotated', target: { type: 'webhook_endpoint', id: organizationId } },
+      now,
+    );
     const secret = generateSecret();
     const row = await store.updateEndpoint(trx, organizationId, {
       secret_encrypted: sealSecret(secret, ctx.config.secretKey),

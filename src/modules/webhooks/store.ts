@@ -89,6 +89,8 @@ export function markEventDispatched(db: Executor, eventId: number, now: string) 
 }
 
 export interface DeliveryFilter {
+  /** Test mode shows sandbox deliveries only; absent: both. */
+  environment?: 'production' | 'sandbox';
   status?: DeliveryStatus;
   event?: string;
   subject?: string;
@@ -96,6 +98,7 @@ export interface DeliveryFilter {
 
 function filtered(db: Executor, organizationId: number, filter: DeliveryFilter) {
   let query = db.selectFrom('webhook_deliveries').where('organization_id', '=', organizationId);
+  if (filter.environment) query = query.where('environment', '=', filter.environment);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.event) query = query.where('event_type', '=', filter.event);
   if (filter.subject) query = query.where('subject', '=', filter.subject);

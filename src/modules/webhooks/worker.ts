@@ -7,8 +7,9 @@ import type { AppContext } from '../../context.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { type AttemptRecord, recordAttempts } from './outcomes.ts';
 import { parseRetryAfter, retryDelay } from './schedule.ts';
-import { openSecret, sign } from './secret.ts';
+import { openSecret, sign, standardWebhookHeaders } from './secret.ts';
 import { type AttemptOutcome, isSuccess, WebhookSender } from './sender.ts';
+import { isOwnTestReceiver } from './ssrf.ts';
 import { type ClaimedDelivery, claimDueDeliveries, dispatchEvents, type Lease } from './worker-store.ts';
 
 /** Sends in flight at once, per process (each holds a request, a socket and buffers: the memory cost). */
@@ -54,7 +55,8 @@ export class DeliveryWorker {
   constructor(ctx: AppContext) {
     this.ctx = ctx;
     this.sender = new WebhookSender({
-      guarded: ctx.config.env === 'production',
+      guarded: !ctx.config.webhookAllowPrivate,
+      exempt: (url) => isOwnTestReceiver(url, ctx.config.publicUrl),
       timeoutMs: ctx.config.webhookTimeoutMs,
     });
   }
@@ -193,13 +195,15 @@ export class DeliveryWorker {
       if (delivery.url === null || delivery.secretEncrypted === null)
         throw new Error('No endpoint is configured.');
       const secret = openSecret(delivery.secretEncrypted, this.ctx.config.secretKey);
+      const timestamp = Math.floor(attemptedAt.getTime() / 1000);
       outcome = await this.sender.send(delivery.url, delivery.payload, {
         'content-type': 'application/json',
         'user-agent': 'Kassa-Webhooks/1.0',
         'x-webhook-event': delivery.eventType,
         'x-webhook-delivery-id': delivery.deliveryId,
-        'x-webhook-timestamp': String(Math.floor(attemptedAt.getTime() / 1000)),
+        'x-webhook-timestamp': String(timestamp),
         'x-webhook-signature': sign(secret, delivery.payload),
+        ...standardWebhookHeaders(secret, delivery.deliveryId, timestamp, delivery.payload),
       });
     } catch (error) {
       // Not the receiver's doing (no endpoint, a secret that no longer decrypts): still one attempt.

@@ -1,6 +1,7 @@
 // Simulated refunds: processing at once, completed after KASSA_SIM_REFUND_DELAY_MS (when read). On the
 // sandbox, a reason containing `simulate:refund_declined` fails at once and one containing
-// `simulate:refund_failed` fails when read after the delay. Deduplicated on the caller's reference.
+// `simulate:refund_failed` fails when read after the delay. Deduplicated on the caller's reference (the
+// refund's public id, one to one with its idempotency key). Amounts are on the HT basis (amount_in_cents).
 import type { Selectable } from 'kysely';
 import { randomBase62 } from '../../lib/ids.ts';
 import type { CreateRefundInput, ProviderRefundState } from '../types.ts';
@@ -35,7 +36,7 @@ export async function createSimRefund(
         .where('status', '=', 'processing')
         .executeTakeFirstOrThrow();
       const refundable = Number(payment.refund_basis) - Number(payment.refunded_amount) - Number(open.total);
-      if (input.amountMinor <= 0n || Number(input.amountMinor) > refundable) {
+      if (input.basisAmountMinor <= 0n || Number(input.basisAmountMinor) > refundable) {
         error = 'The refund amount exceeds the refundable amount.';
       } else if (input.environment === 'sandbox' && input.reason.includes('simulate:refund_declined')) {
         error = 'The refund was declined.';
@@ -48,7 +49,7 @@ export async function createSimRefund(
         reference: input.reference,
         provider_payment_id: input.providerPaymentId,
         environment: input.environment,
-        amount: Number(input.amountMinor),
+        amount: Number(input.basisAmountMinor),
         currency: input.currency,
         reason: input.reason,
         status: error === null ? 'processing' : 'failed',
@@ -61,6 +62,15 @@ export async function createSimRefund(
       .executeTakeFirstOrThrow();
     return refundState(row);
   });
+}
+
+export async function findSimRefund(ctx: SimContext, reference: string): Promise<ProviderRefundState | null> {
+  const row = await ctx.db
+    .selectFrom('sim_refunds')
+    .select('provider_refund_id')
+    .where('reference', '=', reference)
+    .executeTakeFirst();
+  return row ? readSimRefund(ctx, row.provider_refund_id) : null;
 }
 
 export async function readSimRefund(

@@ -26,6 +26,7 @@ test('the test-card table', () => {
   assert.deepEqual(answerAttempt(card('4242424242424242'), null, now), {
     attemptStatus: 'succeeded',
     errorMessage: null,
+    declineCode: null,
     outcome: 'PAYMENT_SUCCESS',
     depositStatus: 'succeeded',
   });

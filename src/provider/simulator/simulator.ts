@@ -1,47 +1,44 @@
-// The built-in provider (KASSA_PROVIDER=simulator): a card processor simulated in the database, so its
-// state survives restarts and is the same for every process. Time comes from the service clock.
-// Payments: the test-card table and sandbox scripts (script.ts); a pending deposit settles after
-// KASSA_SIM_SETTLE_DELAY_MS; CHECKOUT_PENDING resolves to success on the third read. Refunds: refunds.ts.
+// The built-in provider (KASSA_PROVIDER=simulator, and always the sandbox's): a card processor simulated
+// in the database, so its state survives restarts and is the same for every process. Time comes from the
+// service clock. Payments and card attempts: payments.ts (test cards: script.ts); 3-D Secure:
+// challenges.ts; customers, setups and saved cards: customers.ts; refunds: refunds.ts.
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../context.ts';
 import { isPostgres } from '../../db/connection.ts';
 import type { Database } from '../../db/database.ts';
-import { randomBase62 } from '../../lib/ids.ts';
 import type {
-  CreatePaymentInput,
+  ChargeCardInput,
+  ChargeSavedCardInput,
+  CreateCustomerInput,
   CreateRefundInput,
+  OpenPaymentInput,
   PaymentProvider,
-  ProviderAttempt,
-  ProviderPaymentState,
-  ProviderRefundState,
+  ProviderNotice,
+  SetupCardInput,
 } from '../types.ts';
-import { createSimRefund, readSimRefund } from './refunds.ts';
-import { answerAttempt, PENDING_SYNCS_TO_RESOLVE } from './script.ts';
+import { answerChallenge, type ChallengeAnswer } from './challenges.ts';
+import { createSimCustomer, readSimSetup, setupSimCard } from './customers.ts';
 import {
-  attemptsOf,
-  lockSimPayment,
-  paymentState,
-  type SimContext,
-  type SimPayment,
-  simulatorDb,
-} from './store.ts';
+  cancelSimPayment,
+  chargeSimCard,
+  chargeSimSavedCard,
+  openSimPayment,
+  readSimPayment,
+} from './payments.ts';
+import { createSimRefund, findSimRefund, readSimRefund } from './refunds.ts';
+import { type SimContext, simulatorDb } from './store.ts';
 
 export interface SimulatorOptions {
   db: Kysely<Database>;
   clock: Clock;
   settleDelayMs: number;
   refundDelayMs: number;
-}
-
-/** Once the bank says yes (or the deposit lands), the attempts waiting on it succeed. */
-function settleAttempts(attempts: ProviderAttempt[]): string {
-  return JSON.stringify(
-    attempts.map((attempt) => (attempt.status === 'pending' ? { ...attempt, status: 'succeeded' } : attempt)),
-  );
+  fault?: 'timeout_after_success' | null;
 }
 
 export class SimulatorProvider implements PaymentProvider {
   readonly name = 'simulator';
+  readonly cardForm = true;
   private readonly sim: SimContext;
 
   constructor(options: SimulatorOptions) {
@@ -51,126 +48,76 @@ export class SimulatorProvider implements PaymentProvider {
       clock: options.clock,
       settleDelayMs: options.settleDelayMs,
       refundDelayMs: options.refundDelayMs,
+      fault: options.fault ?? null,
     };
   }
 
-  async createPayment(input: CreatePaymentInput): Promise<ProviderPaymentState> {
-    const sim = this.sim;
-    const now = sim.clock();
-    const nowIso = now.toISOString();
-    return sim.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('sim_payments')
-        .values({
-          provider_payment_id: `simpay_${randomBase62(24)}`,
-          reference: input.reference,
-          environment: input.environment,
-          amount: Number(input.amountMinor),
-          refund_basis: Number(input.refundBasisMinor ?? input.amountMinor),
-          currency: input.currency,
-          simulate: input.environment === 'sandbox' ? input.simulate : null,
-          outcome: 'PROCESSING',
-          deposit_status: null,
-          deposit_settles_at: null,
-          attempts: '[]',
-          created_at: nowIso,
-          updated_at: nowIso,
-        })
-        .onConflict((conflict) => conflict.column('reference').doNothing())
-        .execute();
-      const row = await lockSimPayment(sim, trx, 'reference', input.reference);
-      if (!row) throw new Error('simulator: payment vanished');
-      if (input.providerPaymentId !== null && input.providerPaymentId !== row.provider_payment_id) {
-        throw new Error('simulator: provider payment id does not match the reference');
-      }
-      // A payment that is decided (or waiting on the bank) takes no further attempts.
-      if (row.outcome !== 'PROCESSING') return paymentState(row);
-      const answer = answerAttempt(input.card, row.simulate, now);
-      const attempts = attemptsOf(row);
-      attempts.push({
-        attemptId: `simatt_${randomBase62(20)}`,
-        status: answer.attemptStatus,
-        paymentId: row.provider_payment_id,
-        attemptedAt: nowIso,
-        errorMessage: answer.errorMessage,
-        paymentMethod: 'card',
-      });
-      const settlesAt = new Date(now.getTime() + sim.settleDelayMs).toISOString();
-      const updated = await trx
-        .updateTable('sim_payments')
-        .set({
-          outcome: answer.outcome,
-          deposit_status: answer.depositStatus,
-          deposit_settles_at: answer.depositStatus === 'pending' ? settlesAt : null,
-          attempts: JSON.stringify(attempts),
-          updated_at: nowIso,
-        })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return paymentState(updated);
-    });
+  openPayment(input: OpenPaymentInput) {
+    return openSimPayment(this.sim, input);
   }
 
-  async getPayment(providerPaymentId: string): Promise<ProviderPaymentState | null> {
-    const sim = this.sim;
-    const now = sim.clock();
-    return sim.db.transaction().execute(async (trx) => {
-      const row = await lockSimPayment(sim, trx, 'provider_payment_id', providerPaymentId);
-      if (!row) return null;
-      let changes: Partial<SimPayment> | null = null;
-      if (row.outcome === 'CHECKOUT_PENDING') {
-        const reads = Number(row.pending_syncs) + 1;
-        changes =
-          reads >= PENDING_SYNCS_TO_RESOLVE
-            ? {
-                pending_syncs: reads,
-                outcome: 'PAYMENT_SUCCESS',
-                deposit_status: 'succeeded',
-                attempts: settleAttempts(attemptsOf(row)),
-              }
-            : { pending_syncs: reads };
-      } else if (
-        row.outcome === 'PAYMENT_SUCCESS' &&
-        row.deposit_status === 'pending' &&
-        row.deposit_settles_at !== null &&
-        now.getTime() >= Date.parse(row.deposit_settles_at)
-      ) {
-        changes = { deposit_status: 'succeeded', attempts: settleAttempts(attemptsOf(row)) };
-      }
-      if (changes === null) return paymentState(row);
-      const updated = await trx
-        .updateTable('sim_payments')
-        .set({ ...changes, updated_at: now.toISOString() })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return paymentState(updated);
-    });
+  chargeCard(input: ChargeCardInput) {
+    return chargeSimCard(this.sim, input);
   }
 
-  async findPayment(reference: string): Promise<ProviderPaymentState | null> {
-    const row = await this.sim.db
-      .selectFrom('sim_payments')
-      .select('provider_payment_id')
-      .where('reference', '=', reference)
-      .executeTakeFirst();
-    return row ? this.getPayment(row.provider_payment_id) : null;
+  chargeSavedCard(input: ChargeSavedCardInput) {
+    return chargeSimSavedCard(this.sim, input);
   }
 
-  createRefund(input: CreateRefundInput): Promise<ProviderRefundState> {
+  getPayment(providerPaymentId: string) {
+    return readSimPayment(this.sim, 'provider_payment_id', providerPaymentId);
+  }
+
+  findPayment(reference: string) {
+    return readSimPayment(this.sim, 'reference', reference);
+  }
+
+  cancelPayment(providerPaymentId: string) {
+    return cancelSimPayment(this.sim, providerPaymentId);
+  }
+
+  async clientSecretOf(): Promise<null> {
+    return null;
+  }
+
+  createCustomer(input: CreateCustomerInput) {
+    return createSimCustomer(this.sim, input);
+  }
+
+  setupCard(input: SetupCardInput) {
+    return setupSimCard(this.sim, input);
+  }
+
+  getSetup(setupId: string) {
+    return readSimSetup(this.sim, 'setup_id', setupId);
+  }
+
+  findSetup(reference: string) {
+    return readSimSetup(this.sim, 'reference', reference);
+  }
+
+  createRefund(input: CreateRefundInput) {
     return createSimRefund(this.sim, input);
   }
 
-  getRefund(providerRefundId: string): Promise<ProviderRefundState | null> {
+  getRefund(providerRefundId: string) {
     return readSimRefund(this.sim, providerRefundId);
+  }
+
+  findRefund(reference: string) {
+    return findSimRefund(this.sim, reference);
+  }
+
+  /** The customer's answer on the simulator's 3-D Secure step (not part of the contract: a bank's page). */
+  answerChallenge(challengeId: string, answer: ChallengeAnswer) {
+    return answerChallenge(this.sim, challengeId, answer);
   }
 
   /**
    * The simulator's webhook body names what changed: {payment_id?, payment_ids?, refund_id?, refund_ids?}.
    * It carries no state: the receiver re-reads each id, so a forged call can only cause a harmless re-read.
    */
-  parseWebhook(rawBody: string): { paymentIds: string[]; refundIds: string[] } {
+  parseWebhook(rawBody: string): ProviderNotice {
     const body: unknown = JSON.parse(rawBody);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('not an object');
     const record = body as Record<string, unknown>;

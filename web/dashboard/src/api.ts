@@ -39,6 +39,20 @@ function checkSessionAfter401(): void {
     });
 }
 
+type ReauthHandler = () => Promise<boolean>;
+let reauthHandler: ReauthHandler | null = null;
+
+/**
+ * Who asks the user to confirm their identity when a sensitive action answers 403 with reauth_required
+ * (the confirm-identity dialog); request() retries the action once it resolves true.
+ */
+export function onReauthRequired(handler: ReauthHandler): () => void {
+  reauthHandler = handler;
+  return () => {
+    if (reauthHandler === handler) reauthHandler = null;
+  };
+}
+
 export type Query = Record<string, string | number | boolean | null | undefined>;
 
 export function withQuery(path: string, query: Query = {}): string {
@@ -55,6 +69,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Do not treat a 401 as the end of the session (the login form itself). */
   expectUnauthorized?: boolean;
+  /** Set on the retry after an identity confirmation, so it is asked once. */
+  confirmed?: boolean;
 }
 
 export async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -92,6 +108,10 @@ export async function request<T>(method: string, path: string, options: RequestO
         ? parsed.detail
         : `The server answered ${response.status} ${response.statusText}.`;
     if (response.status === 401 && !options.expectUnauthorized) checkSessionAfter401();
+    const reauth = parsed && typeof parsed === 'object' && 'reauth_required' in parsed;
+    if (response.status === 403 && reauth && reauthHandler && !options.confirmed && (await reauthHandler())) {
+      return request<T>(method, path, { ...options, confirmed: true });
+    }
     throw new ApiError(response.status, detail);
   }
   return parsed as T;
@@ -120,8 +140,42 @@ export function asPage<T>(data: Page<T> | T[] | undefined): Page<T> | undefined 
   return data;
 }
 
+/** Field names whose words are not simply the name with spaces. */
+const FIELD_LABELS: Record<string, string> = {
+  iban: 'IBAN',
+  bic: 'BIC',
+  url: 'URL',
+  endpoint_url: 'Endpoint URL',
+  allowed_scopes: 'Scopes',
+  product_id: 'Product',
+  max_uses: 'Maximum uses',
+  expires_at: 'Expiry',
+  transaction_id: 'Payment ID',
+};
+
+function fieldLabel(path: string): string {
+  return path
+    .split('.')
+    .map((part) => {
+      const [, name, index] = /^([^[]+)(?:\[(\d+)\])?$/.exec(part) ?? [part, part];
+      const words = FIELD_LABELS[name] ?? name.replace(/_/g, ' ');
+      return index === undefined ? words : `${words} ${Number(index) + 1}`;
+    })
+    .join(', ')
+    .replace(/^./, (first) => first.toUpperCase());
+}
+
+/**
+ * The API names the field a 400 is about ("verification_code: the code is incorrect."); people read
+ * its label instead ("Verification code: the code is incorrect.").
+ */
+export function readableDetail(detail: string): string {
+  const match = /^([a-z][a-z0-9_]*(?:\[\d+\])?(?:\.[a-z][a-z0-9_]*(?:\[\d+\])?)*): (.+)$/s.exec(detail);
+  return match ? `${fieldLabel(match[1])}: ${match[2]}` : detail;
+}
+
 export function errorText(error: unknown): string {
-  if (error instanceof ApiError) return error.detail;
+  if (error instanceof ApiError) return readableDetail(error.detail);
   if (error instanceof Error) return error.message;
   return 'Something went wrong.';
 }

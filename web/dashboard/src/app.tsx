@@ -2,17 +2,27 @@
 // the navigation, and which page the URL shows.
 import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, errorText, onSessionEnded, request } from './api.ts';
+import { AcceptInvitePage, ForgotPasswordPage, ResetPasswordPage } from './pages/account-links.tsx';
+import { AuditPage } from './pages/audit.tsx';
 import { DevelopersPage } from './pages/developers.tsx';
 import { LinkDetailPage, LinksPage } from './pages/links.tsx';
 import { LoginPage } from './pages/login.tsx';
+import { MailPage, useDevMailbox } from './pages/mail.tsx';
 import { OverviewPage } from './pages/overview.tsx';
 import { PaymentDetailPage } from './pages/payment-detail.tsx';
 import { PaymentsPage } from './pages/payments.tsx';
 import { PayoutsPage } from './pages/payouts.tsx';
 import { ProductsPage } from './pages/products.tsx';
+import { ReauthDialog } from './pages/reauth-dialog.tsx';
 import { RefundsPage } from './pages/refunds.tsx';
+import { SecurityPage } from './pages/security.tsx';
 import { SettingsPage } from './pages/settings.tsx';
+import { TeamPage } from './pages/team.tsx';
+import { WalletPage } from './pages/wallet.tsx';
+import { SimulatedBanner } from './provider-notices.tsx';
 import { Link, match, navigate, type Route, useRoute } from './router.tsx';
+import { SearchBox, SearchPage } from './search.tsx';
+import { OrganizationProvider, TestModeBand, TestModeSwitch, useTimeZone } from './test-mode.tsx';
 import type { Session } from './types.ts';
 import { Loading, PageHeader } from './ui.tsx';
 
@@ -26,15 +36,27 @@ const NAVIGATION: { to: string; label: string; section: string }[] = [
   { to: '', label: 'Overview', section: '' },
   { to: 'payments', label: 'Payments', section: 'payments' },
   { to: 'refunds', label: 'Refunds', section: 'refunds' },
+  { to: 'wallet', label: 'Wallet', section: 'wallet' },
   { to: 'links', label: 'Payment links', section: 'links' },
   { to: 'products', label: 'Products', section: 'products' },
   { to: 'payouts', label: 'Payouts', section: 'payouts' },
   { to: 'developers', label: 'Developers', section: 'developers' },
   { to: 'settings', label: 'Settings', section: 'settings' },
+  { to: 'team', label: 'Team', section: 'team' },
+  { to: 'security', label: 'Security', section: 'security' },
+  { to: 'audit', label: 'Audit log', section: 'audit' },
 ];
 
-function page(route: Route, session: Session): ReactNode {
+/** Pages for visitors without a session (reached from the login page or a mailed link). */
+const PUBLIC_PATHS = new Set(['login', 'accept-invite', 'forgot-password', 'reset-password']);
+
+function page(route: Route, session: Session, onSessionChanged: () => void): ReactNode {
   const { path } = route;
+  // Until a member the organization requires two-factor of has set it up, only Security answers.
+  if (session.two_factor_setup_required || path === 'security')
+    return <SecurityPage session={session} onSessionChanged={onSessionChanged} />;
+  if (path === 'team') return <TeamPage session={session} />;
+  if (path === 'audit') return <AuditPage query={route.query} />;
   let params = match('payments/:id', path);
   if (params) return <PaymentDetailPage id={params.id} />;
   params = match('links/:id', path);
@@ -58,6 +80,12 @@ function page(route: Route, session: Session): ReactNode {
       return <DevelopersPage tab="keys" session={session} />;
     case 'settings':
       return <SettingsPage />;
+    case 'wallet':
+      return <WalletPage />;
+    case 'search':
+      return <SearchPage query={route.query} />;
+    case 'mail':
+      return <MailPage query={route.query} />;
     default:
       return (
         <>
@@ -70,11 +98,25 @@ function page(route: Route, session: Session): ReactNode {
   }
 }
 
-function Shell({ session, route, onLogout }: { session: Session; route: Route; onLogout: () => void }) {
+function Shell({
+  session,
+  route,
+  onLogout,
+  onSessionChanged,
+}: {
+  session: Session;
+  route: Route;
+  onLogout: () => void;
+  onSessionChanged: () => void;
+}) {
   const [menuOpen, setMenuOpen] = useState(false);
   const section = route.path.split('/')[0];
   const mainRef = useRef<HTMLElement>(null);
   const first = useRef(true);
+  const mailbox = useDevMailbox();
+  // Read so that a change of the time zone (Settings) re-renders every page's times.
+  useTimeZone();
+  const navigation = mailbox ? [...NAVIGATION, { to: 'mail', label: 'Mail', section: 'mail' }] : NAVIGATION;
 
   // After a navigation, move focus to the new page's heading so screen readers announce it.
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs on each path change by design.
@@ -94,6 +136,7 @@ function Shell({ session, route, onLogout }: { session: Session; route: Route; o
       <a className="skip-link" href="#main">
         Skip to content
       </a>
+      <TestModeBand />
       <header className="topbar">
         <Link to="" className="brand">
           Kassa
@@ -110,7 +153,9 @@ function Shell({ session, route, onLogout }: { session: Session; route: Route; o
         >
           Menu
         </button>
+        <SearchBox query={section === 'search' ? (route.query.get('q') ?? '') : ''} />
         <div className="account">
+          <TestModeSwitch />
           <span className="muted user-email">{session.user.email}</span>
           <button type="button" className="button secondary small" onClick={onLogout}>
             Log out
@@ -119,7 +164,7 @@ function Shell({ session, route, onLogout }: { session: Session; route: Route; o
       </header>
       <nav id="main-nav" className={menuOpen ? 'sidebar open' : 'sidebar'} aria-label="Main">
         <ul>
-          {NAVIGATION.map((item) => (
+          {navigation.map((item) => (
             <li key={item.to}>
               <Link to={item.to} aria-current={section === item.section ? 'page' : undefined}>
                 {item.label}
@@ -129,8 +174,10 @@ function Shell({ session, route, onLogout }: { session: Session; route: Route; o
         </ul>
       </nav>
       <main id="main" ref={mainRef} tabIndex={-1}>
-        {page(route, session)}
+        <SimulatedBanner />
+        {page(route, session, onSessionChanged)}
       </main>
+      <ReauthDialog twoFactor={session.two_factor_enabled === true} />
     </div>
   );
 }
@@ -191,7 +238,7 @@ export function App() {
 
   const anonymous = state.status === 'anonymous';
   useEffect(() => {
-    if (anonymous && route.path !== 'login') {
+    if (anonymous && !PUBLIC_PATHS.has(route.path)) {
       const here = route.path + (route.query.toString() ? `?${route.query.toString()}` : '');
       navigate(here ? `login?next=${encodeURIComponent(here)}` : 'login', { replace: true });
     }
@@ -216,16 +263,30 @@ export function App() {
         </main>
       );
     case 'anonymous':
+      if (route.path === 'accept-invite') return <AcceptInvitePage onLogin={onLogin} />;
+      if (route.path === 'forgot-password') return <ForgotPasswordPage />;
+      if (route.path === 'reset-password') return <ResetPasswordPage />;
       return <LoginPage ended={state.ended} onLogin={onLogin} />;
     case 'signed_in':
-      if (route.path === 'login') {
+      if (route.path === 'accept-invite') return <AcceptInvitePage onLogin={onLogin} />;
+      if (route.path === 'reset-password') return <ResetPasswordPage />;
+      if (route.path === 'login' || route.path === 'forgot-password') {
         return (
           <main className="center">
             <LoginRedirect />
           </main>
         );
       }
-      return <Shell session={state.session} route={route} onLogout={onLogout} />;
+      return (
+        <OrganizationProvider session={state.session}>
+          <Shell
+            session={state.session}
+            route={route}
+            onLogout={onLogout}
+            onSessionChanged={() => void checkSession()}
+          />
+        </OrganizationProvider>
+      );
   }
 }
 

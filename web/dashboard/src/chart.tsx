@@ -1,8 +1,9 @@
 // A bar chart of amounts per day as inline SVG, with the same figures as a table for screen readers.
-import { money, shortDate } from './format.ts';
+import { money, shortDay } from './format.ts';
 
 export interface DayTotal {
-  day: Date;
+  /** yyyy-mm-dd in the organization's time zone. */
+  day: string;
   amount: number;
   count: number;
 }
@@ -62,7 +63,7 @@ export function VolumeChart({
           const x = PAD.left + index * slot + (slot - barWidth) / 2;
           const top = y(day.amount);
           return (
-            <g key={day.day.toISOString()}>
+            <g key={day.day}>
               {day.amount > 0 ? (
                 <rect
                   x={x}
@@ -71,12 +72,12 @@ export function VolumeChart({
                   height={PAD.top + plotHeight - top}
                   className="chart-bar"
                 >
-                  <title>{`${shortDate(day.day)}: ${money(day.amount, currency)} (${day.count} payments)`}</title>
+                  <title>{`${shortDay(day.day)}: ${money(day.amount, currency)} (${day.count} payments)`}</title>
                 </rect>
               ) : null}
               {index % labelEvery === 0 ? (
                 <text x={x + barWidth / 2} y={HEIGHT - 6} textAnchor="middle" className="chart-label">
-                  {shortDate(day.day)}
+                  {shortDay(day.day)}
                 </text>
               ) : null}
             </g>
@@ -102,8 +103,8 @@ export function VolumeChart({
             {days
               .filter((day) => day.count > 0)
               .map((day) => (
-                <tr key={day.day.toISOString()}>
-                  <td>{shortDate(day.day)}</td>
+                <tr key={day.day}>
+                  <td>{shortDay(day.day)}</td>
                   <td>{money(day.amount, currency)}</td>
                   <td>{day.count}</td>
                 </tr>

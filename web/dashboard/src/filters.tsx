@@ -2,7 +2,7 @@
 // Apply puts the submitted fields back into the URL, and the page links keep them.
 import type { FormEvent, ReactNode } from 'react';
 import { asPage, type Page, type Query } from './api.ts';
-import { dayBoundary } from './format.ts';
+import { dayBoundary, displayTimeZone } from './format.ts';
 import type { Resource } from './hooks.ts';
 import { setQuery } from './router.tsx';
 import { type Choice, Empty, Pagination, ResourceState, SelectField } from './ui.tsx';
@@ -119,27 +119,22 @@ export function StatusFilter({
   return <SelectField label="Status" name="status" value={value} choices={choices} any />;
 }
 
-const ENVIRONMENTS: Choice[] = [
-  ['', 'Production'],
-  ['sandbox', 'Sandbox'],
-];
-
-export function EnvironmentFilter({ value }: { value: string }) {
-  return <SelectField label="Environment" name="environment" value={value} choices={ENVIRONMENTS} />;
-}
-
-/** The From and To day inputs (`from`, `to`). */
+/** The From and To day inputs (`from`, `to`): whole days in the organization's time zone. */
 export function DateRangeFilter({ from, to }: { from: string; to: string }) {
+  const zone = displayTimeZone();
   return (
     <>
       <label className="field">
         <span>From</span>
-        <input name="from" type="date" defaultValue={from} />
+        <input name="from" type="date" defaultValue={from} aria-describedby="days-zone" />
       </label>
       <label className="field">
         <span>To</span>
-        <input name="to" type="date" defaultValue={to} />
+        <input name="to" type="date" defaultValue={to} aria-describedby="days-zone" />
       </label>
+      <span id="days-zone" className="visually-hidden">
+        Days in {zone}
+      </span>
     </>
   );
 }

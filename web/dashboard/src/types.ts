@@ -20,6 +20,10 @@ export interface Organization {
   max_payment: string;
   max_active_api_keys: number;
   status: string;
+  /** IANA zone the dashboard shows times in. */
+  time_zone: string;
+  /** The dashboard opens in test mode (the demo merchant). */
+  test_mode_default: boolean;
   created_at: string;
   updated_at: string;
   [field: string]: unknown;
@@ -29,6 +33,10 @@ export interface Session {
   expires_at?: string;
   user: { id: number; email: string; name: string };
   organization: { id: number; slug: string; name: string };
+  /** Team and two-factor (older servers leave them out). */
+  role?: string;
+  two_factor_enabled?: boolean;
+  two_factor_setup_required?: boolean;
 }
 
 export interface WalletBuckets {
@@ -69,8 +77,8 @@ export interface DepositAttempt {
   attemptedAt: string;
   errorMessage: string | null;
   paymentMethod: string;
-  card_brand?: string | null;
-  card_last4?: string | null;
+  cardBrand?: string | null;
+  cardLast4?: string | null;
 }
 
 export interface Refund {
@@ -97,6 +105,14 @@ export interface WebhookEventSummary {
   [field: string]: unknown;
 }
 
+/** A provider call of a payment whose outcome is not known: being read back, or flagged for review. */
+export interface ProviderReview {
+  state: 'confirming' | 'flagged';
+  operation: string;
+  reason: string | null;
+  since: string;
+}
+
 export interface Payment {
   id: string;
   amount: string;
@@ -117,6 +133,8 @@ export interface Payment {
   payment_link_id?: string | null;
   refunded_amount?: string;
   refundable_amount?: string;
+  simulated?: boolean;
+  provider_review?: ProviderReview | null;
   refunds?: Refund[];
   events?: WebhookEventSummary[];
   webhook_deliveries?: WebhookEventSummary[];
@@ -159,6 +177,7 @@ export interface PaymentLink {
   is_active: boolean;
   metadata: Record<string, unknown> | null;
   status: string;
+  environment?: Environment;
   stats: { views: number; checkouts_started: number; payments_paid: number; revenue: string };
   created_at: string;
   updated_at: string;
@@ -236,12 +255,59 @@ export interface ReceivedWebhook {
   [field: string]: unknown;
 }
 
+export interface PayoutDestinationSummary {
+  id: string;
+  type: 'iban' | 'us_account';
+  account_holder: string;
+  label: string;
+}
+
+export interface PayoutDestination extends PayoutDestinationSummary {
+  country: string;
+  bic: string | null;
+  routing_number: string | null;
+  last4: string;
+  environment: Environment;
+  created_at: string;
+}
+
 export interface Payout {
   id: string;
   amount: string;
   currency: string;
   status: string;
+  destination?: PayoutDestinationSummary | null;
   created_at: string;
   updated_at: string;
   [field: string]: unknown;
+}
+
+export interface SearchResult {
+  type: 'payment' | 'refund';
+  id: string;
+  /** The payment itself, or the refunded payment. */
+  payment_id: string;
+  summary: string;
+  status: string;
+  amount: string;
+  currency: string;
+  environment: Environment;
+  created_at: string;
+}
+
+export interface MailSummary {
+  id: string;
+  to: string;
+  subject: string;
+  date: string | null;
+  preview: string;
+}
+
+export interface MailMessage {
+  id: string;
+  from: string;
+  to: string;
+  subject: string;
+  date: string | null;
+  text: string;
 }

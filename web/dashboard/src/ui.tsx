@@ -26,7 +26,7 @@ export function Loading({ label = 'Loading…' }: { label?: string }) {
   );
 }
 
-/** A failed load: the server's detail, a hint when the endpoint does not exist here, and Retry. */
+/** A failed load: the server's detail (a 404 says what was not found) and Retry. */
 export function ErrorNotice({
   error,
   what,
@@ -36,15 +36,13 @@ export function ErrorNotice({
   what?: string;
   onRetry?: () => void;
 }) {
-  const missing = error instanceof ApiError && (error.status === 404 || error.status === 405);
   return (
     <div className="notice notice-error" role="alert">
       <p>
         {what ? <strong>Could not load {what}. </strong> : null}
         {errorText(error)}
-        {error instanceof ApiError && error.status > 0 ? ` (HTTP ${error.status})` : ''}
+        {error instanceof ApiError && error.status >= 500 ? ` (HTTP ${error.status})` : ''}
       </p>
-      {missing ? <p className="muted">This feature may not be available on this server yet.</p> : null}
       {onRetry ? (
         <button type="button" className="button secondary small" onClick={onRetry}>
           Retry
@@ -150,10 +148,11 @@ const BAD =
   /^(failed|rejected|canceled|cancelled|revoked|declined|requires_payment_method|deleted|expired|exhausted|error|false|dead)$/;
 const WARN = /^(processing|pending|refund_pending|retrying|scheduled|in_progress|inactive)$/;
 
-export function StatusBadge({ status }: { status: string | null | undefined }) {
+/** A status as a coloured badge; `label` replaces the status's own words (a decline, not "Requires payment method"). */
+export function StatusBadge({ status, label }: { status: string | null | undefined; label?: string }) {
   const value = status ?? 'unknown';
   const tone = GOOD.test(value) ? 'good' : BAD.test(value) ? 'bad' : WARN.test(value) ? 'warn' : 'neutral';
-  return <span className={`badge badge-${tone}`}>{titleCase(value)}</span>;
+  return <span className={`badge badge-${tone}`}>{label ?? titleCase(value)}</span>;
 }
 
 async function copyText(text: string): Promise<boolean> {
@@ -234,10 +233,19 @@ export function OneTimeSecret({
   );
 }
 
-export function TableScroll({ label, children }: { label: string; children: ReactNode }) {
+export function TableScroll({
+  label,
+  fit = false,
+  children,
+}: {
+  label: string;
+  /** Let every cell wrap, so a wide table fits its column instead of scrolling. */
+  fit?: boolean;
+  children: ReactNode;
+}) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
-    <section className="table-scroll" aria-label={label} tabIndex={0}>
+    <section className={fit ? 'table-scroll fit' : 'table-scroll'} aria-label={label} tabIndex={0}>
       {children}
     </section>
   );
@@ -249,10 +257,13 @@ export function DataTable({
   caption = label,
   columns,
   numeric = [],
+  fit = false,
   children,
 }: {
   label: string;
   caption?: string;
+  /** See TableScroll. */
+  fit?: boolean;
   /** Column headings; `false` leaves a column out. */
   columns: (string | false)[];
   /** The headings of the right-aligned (number) columns. */
@@ -260,7 +271,7 @@ export function DataTable({
   children: ReactNode;
 }) {
   return (
-    <TableScroll label={label}>
+    <TableScroll label={label} fit={fit}>
       <table>
         <caption className="visually-hidden">{caption}</caption>
         <thead>

@@ -55,15 +55,22 @@ function KeyRow({
 }) {
   return (
     <tr>
-      <td>{apiKey.name}</td>
-      <td>{titleCase(apiKey.environment)}</td>
-      <td className="mono">{apiKey.prefix}…</td>
-      <td className="wrap">{apiKey.scopes.length ? apiKey.scopes.join(', ') : 'All scopes'}</td>
+      <td>
+        <strong>{apiKey.name}</strong>
+        <span className="muted small block">
+          {titleCase(apiKey.environment)} · <span className="mono">{apiKey.prefix}…</span>
+        </span>
+      </td>
+      <td className="scopes">{apiKey.scopes.length ? apiKey.scopes.join(', ') : 'All scopes'}</td>
       <td>
         <StatusBadge status={apiKey.status} />
       </td>
-      <td>{dateTime(apiKey.created_at)}</td>
-      <td>{apiKey.last_used_at ? dateTime(apiKey.last_used_at) : 'Never'}</td>
+      <td className="small">
+        <span className="block">Created {dateTime(apiKey.created_at)}</span>
+        <span className="block muted">
+          {apiKey.last_used_at ? `Last used ${dateTime(apiKey.last_used_at)}` : 'Never used'}
+        </span>
+      </td>
       <td>
         {apiKey.status === 'active' ? (
           <div className="actions">
@@ -148,10 +155,7 @@ function KeysTab() {
         <ResourceState resource={keys} what="API keys" />
         {list && list.length === 0 ? <Empty>No API keys yet. Create one below.</Empty> : null}
         {list && list.length > 0 ? (
-          <DataTable
-            label="API keys"
-            columns={['Name', 'Environment', 'Prefix', 'Scopes', 'Status', 'Created', 'Last used', 'Actions']}
-          >
+          <DataTable label="All API keys" columns={['Key', 'Scopes', 'Status', 'Used', 'Actions']} fit>
             {list.map((key) => (
               <KeyRow
                 key={key.id}

@@ -5,13 +5,14 @@ import { api, asPage, type Page } from '../api.ts';
 import { dateTime, isoToLocalInput, localInputToIso, money } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
 import { Link, navigate } from '../router.tsx';
-import type { Payment, PaymentLink, Product } from '../types.ts';
+import { useEnvironment } from '../test-mode.tsx';
+import type { Currency, Payment, PaymentLink, Product } from '../types.ts';
 import {
   ActiveToggle,
   type Choice,
   ConfirmButton,
   CopyButton,
-  CurrencyField,
+  CURRENCIES,
   DataTable,
   Detail,
   Empty,
@@ -53,12 +54,15 @@ function CreateLinkForm({
   products: Product[];
   onCreated: (link: PaymentLink) => void;
 }) {
+  const environment = useEnvironment();
   const active = products.filter((product) => product.is_active);
+  const [currency, setCurrency] = useState<Currency>(() => active[0]?.currency ?? 'USD');
+  // A link is priced in one currency: only the products priced in it can be picked.
+  const sellable = active.filter((product) => product.currency === currency);
   const [lines, setLines] = useState<Line[]>(() => [
-    { key: lineKeys++, product_id: active[0]?.id ?? '', quantity: 1 },
+    { key: lineKeys++, product_id: sellable[0]?.id ?? '', quantity: 1 },
   ]);
   const create = useAction((body: Record<string, unknown>) => api.post<PaymentLink>('/payment-links/', body));
-  const firstCurrency = active.find((product) => product.id === lines[0]?.product_id)?.currency ?? 'USD';
 
   if (active.length === 0) {
     return (
@@ -66,6 +70,12 @@ function CreateLinkForm({
         A payment link sells catalog products. <Link to="products">Create a product</Link> first.
       </Empty>
     );
+  }
+
+  function chooseCurrency(next: Currency) {
+    setCurrency(next);
+    const first = active.find((product) => product.currency === next)?.id ?? '';
+    setLines([{ key: lineKeys++, product_id: first, quantity: 1 }]);
   }
 
   function update(key: number, change: Partial<Line>) {
@@ -79,7 +89,8 @@ function CreateLinkForm({
     const body: Record<string, unknown> = {
       name: String(form.get('name') ?? '').trim(),
       products: lines.map((line) => ({ product_id: line.product_id, quantity: line.quantity })),
-      currency: String(form.get('currency') ?? firstCurrency),
+      currency,
+      environment,
     };
     const pricingMode = String(form.get('pricing_mode') ?? '');
     if (pricingMode) body.pricing_mode = pricingMode;
@@ -90,7 +101,7 @@ function CreateLinkForm({
     const created = await create.run(body);
     if (created) {
       formElement.reset();
-      setLines([{ key: lineKeys++, product_id: active[0]?.id ?? '', quantity: 1 }]);
+      setLines([{ key: lineKeys++, product_id: sellable[0]?.id ?? '', quantity: 1 }]);
       onCreated(created);
     }
   }
@@ -101,60 +112,82 @@ function CreateLinkForm({
         <span>Name (only you see it)</span>
         <input name="name" required maxLength={200} placeholder="Spring sale" />
       </label>
+      <label className="field narrow-select">
+        <span>Currency</span>
+        <select value={currency} onChange={(event) => chooseCurrency(event.target.value as Currency)}>
+          {CURRENCIES.map((code) => (
+            <option key={code} value={code}>
+              {code}
+            </option>
+          ))}
+        </select>
+      </label>
       <fieldset className="lines">
-        <legend>Products</legend>
-        {lines.map((line, index) => (
-          <div className="line" key={line.key}>
-            <label className="field grow">
-              <span>Product {index + 1}</span>
-              <select
-                value={line.product_id}
-                onChange={(event) => update(line.key, { product_id: event.target.value })}
-              >
-                {active.map((product) => (
-                  <option key={product.id} value={product.id}>
-                    {product.name} — {money(product.unit_price, product.currency)}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label className="field narrow">
-              <span>Quantity</span>
-              <input
-                type="number"
-                min={1}
-                max={10000}
-                required
-                value={line.quantity}
-                onChange={(event) =>
-                  update(line.key, { quantity: Math.max(1, Number(event.target.value) || 1) })
-                }
-              />
-            </label>
-            {lines.length > 1 ? (
-              <button
-                type="button"
-                className="button secondary small"
-                aria-label={`Remove product ${index + 1}`}
-                onClick={() => setLines((current) => current.filter((other) => other.key !== line.key))}
-              >
-                Remove
-              </button>
-            ) : null}
-          </div>
-        ))}
-        <button
-          type="button"
-          className="button secondary small"
-          onClick={() =>
-            setLines((current) => [...current, { key: lineKeys++, product_id: active[0].id, quantity: 1 }])
-          }
-        >
-          Add a product
-        </button>
+        <legend>Products in {currency}</legend>
+        {sellable.length === 0 ? (
+          <p className="muted">
+            No active product is priced in {currency}. <Link to="products">Add one</Link> or pick another
+            currency.
+          </p>
+        ) : null}
+        {sellable.length > 0
+          ? lines.map((line, index) => (
+              <div className="line" key={line.key}>
+                <label className="field grow">
+                  <span>Product {index + 1}</span>
+                  <select
+                    value={line.product_id}
+                    onChange={(event) => update(line.key, { product_id: event.target.value })}
+                  >
+                    {sellable.map((product) => (
+                      <option key={product.id} value={product.id}>
+                        {product.name} — {money(product.unit_price, product.currency)}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+                <label className="field narrow">
+                  <span>Quantity</span>
+                  <input
+                    type="number"
+                    min={1}
+                    max={10000}
+                    required
+                    value={line.quantity}
+                    onChange={(event) =>
+                      update(line.key, { quantity: Math.max(1, Number(event.target.value) || 1) })
+                    }
+                  />
+                </label>
+                {lines.length > 1 ? (
+                  <button
+                    type="button"
+                    className="button secondary small"
+                    aria-label={`Remove product ${index + 1}`}
+                    onClick={() => setLines((current) => current.filter((other) => other.key !== line.key))}
+                  >
+                    Remove
+                  </button>
+                ) : null}
+              </div>
+            ))
+          : null}
+        {sellable.length > 0 ? (
+          <button
+            type="button"
+            className="button secondary small"
+            onClick={() =>
+              setLines((current) => [
+                ...current,
+                { key: lineKeys++, product_id: sellable[0].id, quantity: 1 },
+              ])
+            }
+          >
+            Add a product
+          </button>
+        ) : null}
       </fieldset>
       <div className="row">
-        <CurrencyField value={firstCurrency} key={firstCurrency} />
         <SelectField label="Prices" name="pricing_mode" value="" choices={PRICING} />
         <label className="field">
           <span>Expires (optional)</span>
@@ -165,6 +198,11 @@ function CreateLinkForm({
           <input name="max_uses" type="number" min={1} inputMode="numeric" />
         </label>
       </div>
+      {environment === 'sandbox' ? (
+        <p className="muted small">
+          Made in test mode: its checkouts are sandbox payments, paid with test cards.
+        </p>
+      ) : null}
       <FormFooter state={create} label="Create link" pendingLabel="Creating…" />
     </form>
   );
@@ -210,7 +248,8 @@ function LinkActions({ link, onChanged }: { link: PaymentLink; onChanged: () => 
 
 export function LinksPage() {
   useTitle('Payment links');
-  const links = useApi<PaymentLink[] | Page<PaymentLink>>('/payment-links/');
+  const environment = useEnvironment();
+  const links = useApi<PaymentLink[] | Page<PaymentLink>>('/payment-links/', { environment });
   const products = useApi<Product[] | Page<Product>>('/products/');
   const [created, setCreated] = useState<PaymentLink | null>(null);
   const [showForm, setShowForm] = useState(false);
@@ -381,6 +420,7 @@ export function LinkDetailPage({ id }: { id: string }) {
                     .join(', '),
                 ],
                 ['Currency', data.currency],
+                ['Environment', data.environment === 'sandbox' ? 'Test mode (sandbox)' : 'Production'],
                 ['Prices', pricingLabel(data.pricing_mode)],
                 ['Uses', usesText(data)],
                 ['Expires', dateTime(data.expires_at)],

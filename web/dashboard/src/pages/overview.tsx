@@ -3,10 +3,11 @@
 import { useEffect, useState } from 'react';
 import { api, type Page } from '../api.ts';
 import { type DayTotal, VolumeChart } from '../chart.tsx';
-import { dateTime, money, titleCase } from '../format.ts';
+import { addDays, dateTime, dayBoundary, dayOf, money, titleCase } from '../format.ts';
 import { useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
-import type { DashboardSnapshot, Payment, WalletMovement } from '../types.ts';
+import { useEnvironment } from '../test-mode.tsx';
+import type { DashboardSnapshot, Environment, Payment, WalletMovement } from '../types.ts';
 import { DataTable, Empty, ErrorNotice, Loading, PageHeader, ResourceState, Stat } from '../ui.tsx';
 
 const CHART_DAYS = 30;
@@ -18,24 +19,22 @@ interface Volume {
   truncated: boolean;
 }
 
-function startOfDay(date: Date): Date {
-  return new Date(date.getFullYear(), date.getMonth(), date.getDate());
-}
-
-/** Paid volume per day and currency, from the payments list of the last CHART_DAYS days. */
-function usePaidVolume(): { volume: Volume | undefined; error: unknown } {
+/** Paid volume per day (in the organization's zone) and currency, from the last CHART_DAYS days' payments. */
+function usePaidVolume(environment: Environment): { volume: Volume | undefined; error: unknown } {
   const [volume, setVolume] = useState<Volume>();
   const [error, setError] = useState<unknown>();
   useEffect(() => {
     const controller = new AbortController();
-    const first = startOfDay(new Date(Date.now() - (CHART_DAYS - 1) * 86_400_000));
+    const firstDay = addDays(dayOf(new Date()), -(CHART_DAYS - 1));
+    setVolume(undefined);
+    setError(undefined);
     (async () => {
       const payments: Payment[] = [];
       let truncated = false;
       for (let page = 1; page <= MAX_PAGES; page += 1) {
         const data = await api.get<Page<Payment>>(
           '/payments/',
-          { page, page_size: 100, created_at__gte: first.toISOString(), environment: 'production' },
+          { page, page_size: 100, created_at__gte: dayBoundary(firstDay, false), environment },
           controller.signal,
         );
         payments.push(...data.results);
@@ -48,17 +47,16 @@ function usePaidVolume(): { volume: Volume | undefined; error: unknown } {
         let days = byCurrency.get(payment.currency);
         if (!days) {
           days = Array.from({ length: CHART_DAYS }, (_, index) => ({
-            day: new Date(first.getFullYear(), first.getMonth(), first.getDate() + index),
+            day: addDays(firstDay, index),
             amount: 0,
             count: 0,
           }));
           byCurrency.set(payment.currency, days);
         }
-        const created = startOfDay(new Date(payment.created_at));
-        const index = days.findIndex((day) => day.day.getTime() === created.getTime());
-        if (index >= 0) {
-          days[index].amount += Number(payment.amount);
-          days[index].count += 1;
+        const day = days.find((entry) => entry.day === dayOf(payment.created_at));
+        if (day) {
+          day.amount += Number(payment.amount);
+          day.count += 1;
         }
       }
       setVolume({ byCurrency, truncated });
@@ -66,12 +64,12 @@ function usePaidVolume(): { volume: Volume | undefined; error: unknown } {
       if (!controller.signal.aborted) setError(caught);
     });
     return () => controller.abort();
-  }, []);
+  }, [environment]);
   return { volume, error };
 }
 
 function PaidVolume() {
-  const { volume, error } = usePaidVolume();
+  const { volume, error } = usePaidVolume(useEnvironment());
   const [chosen, setChosen] = useState<string>();
   if (error) return <ErrorNotice error={error} what="the paid volume" />;
   if (!volume) return <Loading label="Loading paid volume…" />;
@@ -174,9 +172,17 @@ function paidVolumeOf(stats: DashboardSnapshot['stats']): Record<string, string>
   );
 }
 
+/** The snapshot's counts, in the dashboard's words ("Users" read as customers). */
+const STAT_LABELS: Record<string, string> = {
+  user_count: 'Team members',
+  transaction_count: 'Payments',
+  paid_transaction_count: 'Paid payments',
+};
+
 export function OverviewPage() {
   useTitle('Overview');
-  const snapshot = useApi<DashboardSnapshot>('/organization/dashboard/');
+  const environment = useEnvironment();
+  const snapshot = useApi<DashboardSnapshot>('/organization/dashboard/', { environment });
   const data = snapshot.data;
   const stats = Object.entries(data?.stats ?? {}).filter(([, value]) => typeof value !== 'object');
   const paidVolume = Object.entries(paidVolumeOf(data?.stats)).filter(([, amount]) => Number(amount) > 0);
@@ -207,7 +213,11 @@ export function OverviewPage() {
                   />
                 ))}
                 {stats.map(([name, value]) => (
-                  <Stat key={name} label={titleCase(name.replace(/_count$/, 's'))} value={String(value)} />
+                  <Stat
+                    key={name}
+                    label={STAT_LABELS[name] ?? titleCase(name.replace(/_count$/, 's'))}
+                    value={String(value)}
+                  />
                 ))}
               </ul>
             </section>

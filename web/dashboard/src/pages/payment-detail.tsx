@@ -4,8 +4,10 @@ import { useEffect, useState } from 'react';
 import { api, asPage, type Page } from '../api.ts';
 import { dateTime, money, titleCase } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
+import { ProviderReviewNotice } from '../provider-notices.tsx';
 import { Link } from '../router.tsx';
-import type { Delivery, DepositAttempt, Payment, Refund, RefundCreated } from '../types.ts';
+import { useEnvironment } from '../test-mode.tsx';
+import type { Delivery, DepositAttempt, Payment, PaymentLink, Refund, RefundCreated } from '../types.ts';
 import {
   DataTable,
   Detail,
@@ -33,6 +35,21 @@ function feeOf(payment: Payment): string | undefined {
   ).toFixed(2);
 }
 
+/** An attempt's status in the merchant's words: a card the bank refused is a decline. */
+const ATTEMPT_LABELS: Record<string, string> = {
+  requires_payment_method: 'Declined',
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+  canceled: 'Canceled',
+  pending: 'Pending',
+  processing: 'Processing',
+};
+
+function cardOf(attempt: DepositAttempt): string {
+  const brand = attempt.cardBrand ? titleCase(attempt.cardBrand) : titleCase(attempt.paymentMethod || 'card');
+  return attempt.cardLast4 ? `${brand} •••• ${attempt.cardLast4}` : brand;
+}
+
 function AttemptTimeline({ attempts }: { attempts: DepositAttempt[] }) {
   if (attempts.length === 0) return <Empty>No card attempts yet.</Empty>;
   return (
@@ -43,16 +60,14 @@ function AttemptTimeline({ attempts }: { attempts: DepositAttempt[] }) {
           className={`timeline-item tone-${attempt.status}`}
         >
           <div className="timeline-head">
-            <StatusBadge status={attempt.status} />
+            <StatusBadge status={attempt.status} label={ATTEMPT_LABELS[attempt.status]} />
+            <strong>{cardOf(attempt)}</strong>
             <time dateTime={attempt.attemptedAt}>{dateTime(attempt.attemptedAt)}</time>
           </div>
-          <p>
-            {titleCase(attempt.paymentMethod || 'card')}
-            {attempt.card_brand ? ` · ${attempt.card_brand}` : ''}
-            {attempt.card_last4 ? ` ···· ${attempt.card_last4}` : ''}
-            <span className="muted mono small"> {attempt.paymentId}</span>
-          </p>
           {attempt.errorMessage ? <p className="attempt-error">{attempt.errorMessage}</p> : null}
+          <p className="muted small attempt-reference">
+            Provider reference <span className="mono">{attempt.paymentId}</span>
+          </p>
         </li>
       ))}
     </ol>
@@ -163,6 +178,25 @@ function PaymentEvents({ payment }: { payment: Payment }) {
   );
 }
 
+/** The link a payment came through, by name (its id until the name is loaded, or if it cannot be). */
+function PaymentLinkName({ id }: { id: string }) {
+  const link = useApi<PaymentLink>(`/payment-links/${encodeURIComponent(id)}/`);
+  return <Link to={`links/${id}`}>{link.data?.name ?? id}</Link>;
+}
+
+/** Said when the payment belongs to the other environment than the one the dashboard shows. */
+function EnvironmentNote({ payment }: { payment: Payment }) {
+  const shown = useEnvironment();
+  if (!payment.environment || payment.environment === shown) return null;
+  return (
+    <p className="notice notice-info">
+      {payment.environment === 'sandbox'
+        ? 'This is a test-mode (sandbox) payment; test mode is off.'
+        : 'This is a production payment; you are in test mode.'}
+    </p>
+  );
+}
+
 export function PaymentDetailPage({ id }: { id: string }) {
   useTitle(`Payment ${id}`);
   const payment = useApi<Payment>(`/payments/${encodeURIComponent(id)}/`);
@@ -208,8 +242,10 @@ export function PaymentDetailPage({ id }: { id: string }) {
       {resent ? <Success>The payment's transaction.status_changed webhook was queued again.</Success> : null}
       <FormError message={resend.error} />
       <ResourceState resource={payment} what="this payment" loading="Loading the payment…" />
+      {data ? <EnvironmentNote payment={data} /> : null}
       {data ? (
         <>
+          <ProviderReviewNotice review={data.provider_review} />
           <section aria-labelledby="amounts-heading" className="card">
             <h2 id="amounts-heading">
               {money(data.amount, data.currency)} <StatusBadge status={data.status} />
@@ -260,13 +296,7 @@ export function PaymentDetailPage({ id }: { id: string }) {
                 ],
                 [
                   'Payment link',
-                  data.payment_link_id ? (
-                    <Link key="link" to={`links/${data.payment_link_id}`}>
-                      {data.payment_link_id}
-                    </Link>
-                  ) : (
-                    '—'
-                  ),
+                  data.payment_link_id ? <PaymentLinkName key="link" id={data.payment_link_id} /> : 'None',
                 ],
                 ['Created', dateTime(data.created_at)],
                 ['Updated', dateTime(data.updated_at)],

@@ -1,8 +1,8 @@
 // Payments: GET /api/payments/ with search, filters and pages; the filters live in the URL.
 import type { Page } from '../api.ts';
+import { ExportLink } from '../export-link.tsx';
 import {
   DateRangeFilter,
-  EnvironmentFilter,
   FilterBar,
   listFilters,
   listQuery,
@@ -13,7 +13,9 @@ import {
 } from '../filters.tsx';
 import { dateTime, money } from '../format.ts';
 import { useApi, useTitle } from '../hooks.ts';
+import { ProviderReviewMark } from '../provider-notices.tsx';
 import { Link } from '../router.tsx';
+import { useEnvironment } from '../test-mode.tsx';
 import type { Payment } from '../types.ts';
 import { CurrencyField, DataTable, PageHeader, StatusBadge } from '../ui.tsx';
 
@@ -26,7 +28,7 @@ const PAYMENT_STATUSES = [
   'refund_pending',
   'refunded',
 ];
-const FILTERS = ['search', 'status', 'currency', 'environment', 'from', 'to', 'page_size'] as const;
+const FILTERS = ['search', 'status', 'currency', 'from', 'to', 'page_size'] as const;
 
 export function PaymentsTable({
   payments,
@@ -52,7 +54,7 @@ export function PaymentsTable({
           </td>
           <td className="num">{money(payment.amount, payment.currency)}</td>
           <td>
-            <StatusBadge status={payment.status} />
+            <StatusBadge status={payment.status} /> <ProviderReviewMark review={payment.provider_review} />
           </td>
           {showCustomer ? <td>{payment.payer_email ?? '—'}</td> : null}
           <td>{dateTime(payment.created_at)}</td>
@@ -67,20 +69,27 @@ export function PaymentsPage({ query }: { query: URLSearchParams }) {
   const list = listFilters('payments', query, FILTERS, 'page_size');
   const { filters, filtered } = list;
   const pageSize = Number(filters.page_size) || 20;
-  const payments = useApi<Page<Payment>>('/payments/', listQuery(list, pageSize));
+  const environment = useEnvironment();
+  const apiQuery = listQuery(list, pageSize);
+  const payments = useApi<Page<Payment>>('/payments/', { ...apiQuery, environment });
 
   return (
     <>
-      <PageHeader title="Payments" />
+      <PageHeader title="Payments">
+        <ExportLink
+          what="payments"
+          query={apiQuery}
+          label={filtered ? 'the payments shown' : 'all payments'}
+        />
+      </PageHeader>
       <FilterBar list={list} label="Filter payments" key={query.toString()}>
-        <SearchField value={filters.search} placeholder="Payment ID, email, product" />
+        <SearchField value={filters.search} placeholder="Payment or checkout ID, email, card last 4" />
         <StatusFilter
           value={filters.status}
           statuses={PAYMENT_STATUSES}
           label={(status) => status.replace('_', ' ')}
         />
         <CurrencyField value={filters.currency} any />
-        <EnvironmentFilter value={filters.environment} />
         <DateRangeFilter from={filters.from} to={filters.to} />
         <PageSizeFilter value={pageSize} />
       </FilterBar>

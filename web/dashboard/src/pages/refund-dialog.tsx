@@ -117,7 +117,7 @@ export function RefundButton({
               </p>
             ) : null}
             <label className="field">
-              <span>Reason (shown to the customer)</span>
+              <span>Reason (for your records; the customer does not see it)</span>
               <textarea name="reason" required maxLength={500} rows={3} />
             </label>
             <label className="field">

@@ -1,8 +1,8 @@
 // Refunds: GET /api/refunds/ with the API's filters (status, search, date range, ordering, pages).
 import type { Page } from '../api.ts';
+import { ExportLink } from '../export-link.tsx';
 import {
   DateRangeFilter,
-  EnvironmentFilter,
   FilterBar,
   listFilters,
   listQuery,
@@ -13,6 +13,7 @@ import {
 import { dateTime, money } from '../format.ts';
 import { useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
+import { useEnvironment } from '../test-mode.tsx';
 import type { Refund } from '../types.ts';
 import { type Choice, DataTable, PageHeader, SelectField, StatusBadge } from '../ui.tsx';
 
@@ -25,7 +26,7 @@ const ORDERINGS: Choice[] = [
   ['amount', 'Smallest amount'],
   ['status', 'Status'],
 ];
-const FILTERS = ['search', 'status', 'from', 'to', 'ordering', 'environment'] as const;
+const FILTERS = ['search', 'status', 'from', 'to', 'ordering'] as const;
 const PAGE_SIZE = 20;
 
 export function RefundsTable({
@@ -74,16 +75,19 @@ export function RefundsPage({ query }: { query: URLSearchParams }) {
   useTitle('Refunds');
   const list = listFilters('refunds', query, FILTERS, 'ordering');
   const { filters, filtered } = list;
-  const refunds = useApi<Page<Refund> | Refund[]>('/organization/refunds/', listQuery(list, PAGE_SIZE));
+  const environment = useEnvironment();
+  const apiQuery = listQuery(list, PAGE_SIZE);
+  const refunds = useApi<Page<Refund> | Refund[]>('/organization/refunds/', { ...apiQuery, environment });
 
   return (
     <>
-      <PageHeader title="Refunds" />
+      <PageHeader title="Refunds">
+        <ExportLink what="refunds" query={apiQuery} label={filtered ? 'the refunds shown' : 'all refunds'} />
+      </PageHeader>
       <p className="muted">To refund a payment, open it from the Payments page.</p>
       <FilterBar list={list} label="Filter refunds" key={query.toString()}>
-        <SearchField value={filters.search} placeholder="Payment ID or reason" />
+        <SearchField value={filters.search} placeholder="Refund or payment ID, reason" />
         <StatusFilter value={filters.status} statuses={REFUND_STATUSES} />
-        <EnvironmentFilter value={filters.environment} />
         <DateRangeFilter from={filters.from} to={filters.to} />
         <SelectField label="Order" name="ordering" value={filters.ordering} choices={ORDERINGS} />
       </FilterBar>

@@ -4,10 +4,11 @@ import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { dateTime } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
+import { useOrganization } from '../test-mode.tsx';
 import type { Organization } from '../types.ts';
 import { Detail, FormFooter, PageHeader, RadioGroup, ResourceState, StatusBadge, Success } from '../ui.tsx';
 
-const EDITABLE = ['name', 'website', 'contact_email', 'telegram', 'price_mode'] as const;
+const EDITABLE = ['name', 'website', 'contact_email', 'telegram', 'price_mode', 'time_zone'] as const;
 const PRICE_MODES: [string, string][] = [
   ['TTC', 'Including tax (TTC)'],
   ['HT', 'Excluding tax (HT)'],
@@ -46,14 +47,59 @@ function ReadOnly({ organization }: { organization: Organization }) {
   );
 }
 
+/** Every IANA zone the browser knows, UTC first. */
+function timeZones(current: string): string[] {
+  const known = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
+  return [...new Set(['UTC', current, ...known])];
+}
+
+function TimeZoneField({ value }: { value: string }) {
+  const [zone, setZone] = useState(value);
+  const browser = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return (
+    <div className="field">
+      <label className="field" htmlFor="time-zone">
+        <span>Time zone</span>
+      </label>
+      <div className="row align-end">
+        <select
+          id="time-zone"
+          name="time_zone"
+          value={zone}
+          onChange={(event) => setZone(event.target.value)}
+          aria-describedby="time-zone-help"
+        >
+          {timeZones(value).map((name) => (
+            <option key={name} value={name}>
+              {name.replace(/_/g, ' ')}
+            </option>
+          ))}
+        </select>
+        {browser && browser !== zone ? (
+          <button type="button" className="button secondary small" onClick={() => setZone(browser)}>
+            Use {browser.replace(/_/g, ' ')}
+          </button>
+        ) : null}
+      </div>
+      <span id="time-zone-help" className="muted small">
+        Every time in the dashboard is shown in this zone, with its name. Exports stay in UTC.
+      </span>
+    </div>
+  );
+}
+
 export function SettingsPage() {
   useTitle('Settings');
   const organization = useApi<Organization>('/organization/');
+  const { setOrganization } = useOrganization();
   const save = useAction((changes: Record<string, string>) =>
     api.patch<Organization>('/organization/', changes),
   );
   const [saved, setSaved] = useState(false);
-  const data = organization.data;
+  // The PATCH answers with the saved profile: shown at once (the form is keyed on updated_at), with no
+  // reload racing the next edit.
+  const [updated, setUpdated] = useState<Organization>();
+  const data = updated ?? organization.data;
 
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -69,9 +115,11 @@ export function SettingsPage() {
       setSaved(true);
       return;
     }
-    if (await save.run(changes)) {
+    const record = await save.run(changes);
+    if (record) {
       setSaved(true);
-      organization.reload();
+      setUpdated(record);
+      setOrganization(record);
     }
   }
 
@@ -120,6 +168,7 @@ export function SettingsPage() {
                 <span>Telegram</span>
                 <input name="telegram" maxLength={100} defaultValue={data.telegram} placeholder="@yourshop" />
               </label>
+              <TimeZoneField value={data.time_zone} />
               <RadioGroup
                 legend="Catalog prices are entered"
                 name="price_mode"

@@ -5,6 +5,7 @@ import { FilterBar, listFilters, PagedList, StatusFilter } from '../filters.tsx'
 import { dateTime } from '../format.ts';
 import { useAction, useApi } from '../hooks.ts';
 import { Link, setQuery, useRoute } from '../router.tsx';
+import { useEnvironment } from '../test-mode.tsx';
 import type { Delivery, DeliveryAttempt, ReceivedWebhook } from '../types.ts';
 import {
   CopyButton,
@@ -119,17 +120,25 @@ export function DeliveriesTab() {
   const { page, filters, filtered } = list;
   const { status, event } = filters;
   const open = route.query.get('id') ?? '';
+  const environment = useEnvironment();
   const deliveries = useApi<Page<Delivery> | Delivery[]>('/organization/webhook/deliveries/', {
     page,
     page_size: 20,
     status,
     event,
+    environment,
   });
   const base = { status, event, page: page > 1 ? String(page) : undefined };
 
   return (
     <section aria-labelledby="deliveries-heading">
       <h2 id="deliveries-heading">Deliveries</h2>
+      {environment === 'sandbox' ? (
+        <p className="muted small">
+          Showing the deliveries of sandbox events. webhook.test is a production event: turn test mode off to
+          see it.
+        </p>
+      ) : null}
       <FilterBar
         list={list}
         label="Filter deliveries"
@@ -156,6 +165,7 @@ export function DeliveriesTab() {
             label="Webhook deliveries"
             columns={['Event', 'About', 'Status', 'Attempts', 'Last response', 'Created', 'Details']}
             numeric={['Attempts']}
+            fit
           >
             {results.map((delivery) => {
               const id = String(delivery.id);

@@ -1,12 +1,18 @@
-// A request whose process dies after its change committed, before it answered: the client retries with
-// the same Idempotency-Key once the key's lock has run out. The retry must replay the answer of the
-// change that was made, never make the change a second time (a second refund of the same request).
+// A request that never answers after its change committed (as when its process dies): the client
+// retries with the same Idempotency-Key once the key's lock has run out. The retry must replay the
+// answer of the change that was made, never make the change a second time (a second refund of the same
+// request). Nothing is killed here: the provider's refund call hangs and the client's connection is
+// dropped, which leaves the database exactly as a death at that point would. The crash matrix
+// (crash-matrix.test.ts) kills real processes at random points.
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { syncRefund } from '../src/modules/refunds/sync.ts';
+import { reconcileOperation } from '../src/provider/operations/reconciler.ts';
 import type { PaymentProvider } from '../src/provider/types.ts';
+import { operationHandlers } from '../src/worker/loops.ts';
+import { useProvider, wrapProvider } from './helpers/providers.ts';
 import {
   call,
   createTestKey,
@@ -31,28 +37,24 @@ after(async () => {
   await server.close();
 });
 
-/** The real provider, except that refund calls never answer until released (the process is gone). */
+/** The real provider, except that a refund, once made, is never answered until released (the process is gone). */
 function providerThatHangsOnRefunds(real: PaymentProvider) {
   const hung: (() => void)[] = [];
-  const provider: PaymentProvider = {
-    name: real.name,
-    createPayment: (input) => real.createPayment(input),
-    getPayment: (id) => real.getPayment(id),
-    findPayment: (reference) => real.findPayment(reference),
-    createRefund: () =>
-      new Promise((_resolve, reject) => {
+  const provider = wrapProvider(real, {
+    async createRefund(input) {
+      await real.createRefund(input);
+      return new Promise((_resolve, reject) => {
         hung.push(() => reject(new Error('connection reset')));
-      }),
-    getRefund: (id) => real.getRefund(id),
-    parseWebhook: (body, headers) => real.parseWebhook(body, headers),
-  };
+      });
+    },
+  });
   const releaseAll = () => {
     for (const release of hung.splice(0)) release();
   };
   return { provider, releaseAll };
 }
 
-test(`a refund retried with its Idempotency-Key after its process died is replayed, not made twice (${DB_KIND})`, async () => {
+test(`a refund retried with its Idempotency-Key after it went unanswered is replayed, not made twice (${DB_KIND})`, async () => {
   const merchant = await createTestMerchant(server);
   const apiKey = await createTestKey(server, merchant);
   const payment = await payThroughCheckout(server, apiKey, { unitPrice: 100 });
@@ -64,9 +66,8 @@ test(`a refund retried with its Idempotency-Key after its process died is replay
   };
   const body = JSON.stringify({ amount: '10.00', reason: 'one partial refund' });
 
-  const real = server.ctx.provider;
-  const hanging = providerThatHangsOnRefunds(real);
-  server.ctx.provider = hanging.provider;
+  const hanging = providerThatHangsOnRefunds(server.ctx.providers.named('simulator'));
+  const restore = useProvider(server.ctx, hanging.provider);
   // Its own connection, so that "the process died" can drop it: the answer never reaches the client.
   const first = request(`${server.url}${path}`, { method: 'POST', headers, agent: false });
   const firstOutcome = new Promise<string>((resolve) => {
@@ -81,9 +82,16 @@ test(`a refund retried with its Idempotency-Key after its process died is replay
   first.destroy();
   assert.equal(await firstOutcome, 'lost');
 
-  // A surviving worker finishes the refund with the provider meanwhile (pending → processing → completed).
-  server.ctx.provider = real;
-  await syncRefund(server.ctx, refund);
+  // A surviving worker finishes the refund meanwhile: the reconciler reads it back from the provider by
+  // its reference (pending → processing), never sending it again, and the sync completes it.
+  restore();
+  const [operation] = await server.ctx.db
+    .selectFrom('provider_operations')
+    .selectAll()
+    .where('idempotency_key', '=', `kassa-refund-${refund.public_id}`)
+    .execute();
+  assert.equal(operation.state, 'in_flight');
+  assert.equal(await reconcileOperation(server.ctx, operationHandlers, operation), true);
   const processing = await server.ctx.db
     .selectFrom('refunds')
     .selectAll()

@@ -7,10 +7,13 @@ import type {
   CheckoutSession,
   Page,
   Payment,
+  PaymentListParams,
   Refund,
   RefundCreated,
   RefundCreateParams,
   RefundListParams,
+  SyncStatus,
+  SyncStatusParams,
 } from './types.ts';
 
 export interface KassaOptions {
@@ -27,6 +30,18 @@ export interface RequestOptions {
 }
 
 const RETRYABLE = new Set([409, 429, 500, 502, 503, 504]);
+
+type Query = { [name: string]: string | number | undefined };
+
+/** `?a=1&b=2` from the defined parameters, or '' when there are none. */
+function queryString(params: Query): string {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) query.set(name, String(value));
+  const text = query.toString();
+  return text ? `?${text}` : '';
+}
+
+const segment = (id: string | number) => encodeURIComponent(String(id));
 
 export class Kassa {
   readonly basePath: string;
@@ -50,33 +65,55 @@ export class Kassa {
   }
 
   readonly checkout = {
+    /** POST /checkout/create/ (scope checkout:create): a hosted checkout session. */
     create: (params: CheckoutCreateParams, options?: RequestOptions) =>
       this.request<CheckoutSession>('POST', '/checkout/create/', params, options),
+    /** POST /checkout/sync-status/: asks the provider where the checkout stands; safe to repeat. */
+    syncStatus: (params: SyncStatusParams, options?: RequestOptions) =>
+      this.request<SyncStatus>('POST', '/checkout/sync-status/', params, options),
   };
 
   readonly payments = {
-    retrieve: (id: string | number) =>
-      this.request<Payment>('GET', `/transactions/${encodeURIComponent(String(id))}/`),
+    /** GET /transactions/{id}/ (scope payments:read): by public id (TX…) or numeric id. */
+    retrieve: (id: string | number) => this.request<Payment>('GET', `/transactions/${segment(id)}/`),
+    /** GET /transactions/ (scope payments:read): one page, newest first. */
+    list: (params: PaymentListParams = {}) =>
+      this.request<Page<Payment>>('GET', `/transactions/${queryString({ ...params })}`),
+    /** Every payment matching the filters, newest first, page after page. */
+    listAll: (params: Omit<PaymentListParams, 'page'> = {}) =>
+      this.pages<Payment>(`/transactions/${queryString({ ...params })}`),
   };
 
   readonly refunds = {
+    /** POST /transactions/{id}/refund/ (scope refunds:write or payments:write); omit amount for all that is left. */
     create: (paymentId: string | number, params: RefundCreateParams, options?: RequestOptions) =>
-      this.request<RefundCreated>(
-        'POST',
-        `/transactions/${encodeURIComponent(String(paymentId))}/refund/`,
-        params,
-        options,
-      ),
-    list: (params: RefundListParams = {}) => {
-      const query = new URLSearchParams();
-      for (const [name, value] of Object.entries(params))
-        if (value !== undefined) query.set(name, String(value));
-      const suffix = query.size ? `?${query}` : '';
-      return this.request<Page<Refund>>('GET', `/refunds/${suffix}`);
-    },
-    retrieve: (id: string | number) =>
-      this.request<Refund>('GET', `/refunds/${encodeURIComponent(String(id))}/`),
+      this.request<RefundCreated>('POST', `/transactions/${segment(paymentId)}/refund/`, params, options),
+    /** GET /refunds/ (scope refunds:read or payments:read): one page. */
+    list: (params: RefundListParams = {}) =>
+      this.request<Page<Refund>>('GET', `/refunds/${queryString({ ...params })}`),
+    /** Every refund matching the filters, page after page. */
+    listAll: (params: Omit<RefundListParams, 'page'> = {}) =>
+      this.pages<Refund>(`/refunds/${queryString({ ...params })}`),
+    /** GET /refunds/{id}/: by public id (RF…), the creation's refund_public_id, or numeric id. */
+    retrieve: (id: string | number) => this.request<Refund>('GET', `/refunds/${segment(id)}/`),
   };
+
+  /** Follows `next` links from the first page to the last. */
+  private async *pages<T>(firstPath: string): AsyncGenerator<T, void, undefined> {
+    let path: string | null = firstPath;
+    while (path !== null) {
+      const page: Page<T> = await this.request<Page<T>>('GET', path);
+      yield* page.results;
+      path = page.next === null ? null : this.relativePath(page.next);
+    }
+  }
+
+  /** A `next` URL as a path under the base path (the server may sit behind a proxy with another host). */
+  private relativePath(url: string): string {
+    const { pathname, search } = new URL(url);
+    const start = pathname.indexOf(`${this.basePath}/`);
+    return (start === -1 ? pathname : pathname.slice(start + this.basePath.length)) + search;
+  }
 
   private async request<T>(
     method: string,

@@ -22,6 +22,23 @@ export interface CheckoutCreateParams {
     | 'canceled'
     | 'success_pending_deposit'
     | 'checkout_pending';
+  /** Your own key-value data: at most 20 keys of at most 40 characters, string values of at most 500. */
+  metadata?: Record<string, string>;
+  /** Your own reference (an order or cart id), at most 200 characters. */
+  client_reference_id?: string;
+}
+
+export interface SyncStatusParams {
+  checkout_id: string;
+}
+
+export interface SyncStatus {
+  checkout_id: string;
+  order_id: string;
+  status: 'SUCCESS' | 'FAILED' | 'CANCELED' | 'CHECKOUT_PENDING';
+  transaction_id: string | null;
+  payment_status: PaymentStatus | null;
+  redirect_url: string | null;
 }
 
 export interface CheckoutSession {
@@ -62,6 +79,22 @@ export interface Payment {
   amount_breakdown: { gross_ttc: string; currency: Currency; net_usd: string };
   created_at: string;
   updated_at: string;
+  /** The checkout's metadata; {} when none was given. */
+  metadata: Record<string, string>;
+  client_reference_id: string | null;
+}
+
+export interface PaymentListParams {
+  status?: PaymentStatus;
+  /** The checkout id (CO…) the payment came from. */
+  order_id?: string;
+  client_reference_id?: string;
+  /** ISO 8601; payments created strictly after. */
+  created_after?: string;
+  /** ISO 8601; payments created strictly before. */
+  created_before?: string;
+  page?: number;
+  page_size?: number;
 }
 
 export interface RefundCreateParams {
@@ -70,7 +103,11 @@ export interface RefundCreateParams {
 }
 
 export interface RefundCreated {
-  status: string;
+  /** Public refund id (RF…), as GET /refunds/ and the webhooks show it. */
+  id: string;
+  /** Public id (TX…) of the refunded payment. */
+  transaction: string;
+  status: RefundStatus;
   refund_id: number;
   refund_public_id: string;
   transaction_id: number;
@@ -128,6 +165,8 @@ export interface TransactionStatusChanged extends EventBase {
   depositAttempts: DepositAttempt[];
   created_at: string | null;
   updated_at: string | null;
+  metadata: Record<string, string>;
+  client_reference_id: string | null;
 }
 
 export interface RefundStatusChanged extends EventBase {

@@ -1,0 +1,181 @@
+// Webhook verification over the exact raw body bytes, compared in constant time. Kassa signs every
+// delivery twice:
+//   - the interface's signature, `X-Webhook-Signature: sha256=<hex HMAC-SHA256 of the body>`, keyed
+//     with the whole secret string's UTF-8 bytes (with `X-Webhook-Timestamp`, unsigned);
+//   - Standard Webhooks, `webhook-signature: v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`,
+//     keyed with the base64-decoded part of the secret after `whsec_`. The timestamp is signed, so a
+//     replay of an old delivery is refused by the tolerance.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { KassaSignatureVerificationError } from './errors.ts';
+import type { WebhookEvent } from './types.ts';
+
+/** Node's `request.headers`, a fetch `Headers`, or any object of header names to values. */
+export type WebhookHeaders =
+  | { get(name: string): string | null }
+  | Record<string, string | string[] | undefined>;
+
+export interface VerifyOptions {
+  /**
+   * Refuse deliveries whose timestamp (`webhook-timestamp`, or `X-Webhook-Timestamp` when only the
+   * interface's signature is checked) is further than this from now. Default 300 seconds when headers
+   * are given; `Infinity` turns the check off.
+   */
+  toleranceSeconds?: number;
+  /** The delivery's X-Webhook-Timestamp, when the second argument is the bare X-Webhook-Signature value. */
+  timestamp?: string | number | null;
+  /** The clock, in milliseconds (for tests). */
+  now?: () => number;
+}
+
+const DEFAULT_TOLERANCE_S = 300;
+
+function fail(message: string): never {
+  throw new KassaSignatureVerificationError(message);
+}
+
+function header(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof headers.get === 'function')
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  const record = headers as Record<string, string | string[] | undefined>;
+  const key = Object.keys(record).find((candidate) => candidate.toLowerCase() === name);
+  const value = key === undefined ? undefined : record[key];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function bodyBytes(rawBody: unknown): Buffer {
+  if (typeof rawBody === 'string') return Buffer.from(rawBody, 'utf8');
+  if (rawBody instanceof Uint8Array)
+    return Buffer.from(rawBody.buffer, rawBody.byteOffset, rawBody.byteLength);
+  return fail(
+    'rawBody must be the raw request body (string or Buffer), not a parsed object: verify before JSON.parse, ' +
+      'e.g. express.raw({ type: "application/json" }) or await request.text().',
+  );
+}
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function checkTimestamp(raw: string, name: string, options: VerifyOptions): void {
+  const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_S;
+  if (!/^\d{1,12}$/.test(raw.trim())) fail(`${name} must be Unix time in seconds, got "${raw}".`);
+  const now = (options.now ?? Date.now)() / 1000;
+  if (Math.abs(now - Number(raw)) > tolerance) {
+    fail(
+      `${name} is more than ${tolerance} seconds from now: refused as a possible replay (check the clock).`,
+    );
+  }
+}
+
+/** The HMAC key of the Standard Webhooks signature: the base64 after `whsec_`. */
+function standardKey(secret: string): Buffer {
+  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length === 0) fail('The webhook secret is not "whsec_" followed by base64.');
+  return key;
+}
+
+/** The interface's signature: `sha256=<hex>` over the body, keyed with the secret string. */
+export function verifyInterfaceSignature(body: Buffer, signature: string | undefined, secret: string): void {
+  if (!signature) fail('Missing X-Webhook-Signature header.');
+  const match = /^sha256=([0-9a-f]{64})$/i.exec(signature.trim());
+  if (!match) fail('X-Webhook-Signature must look like "sha256=<64 hex digits>".');
+  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest();
+  if (!sameBytes(Buffer.from(match[1], 'hex'), expected)) {
+    fail(
+      'Signature does not match: check the secret (only the newest one verifies after rotation) and that the body is unmodified.',
+    );
+  }
+}
+
+/** Standard Webhooks: any `v1,<base64>` of the space-separated list over "{id}.{timestamp}.{body}". */
+export function verifyStandardSignature(
+  body: Buffer,
+  headers: WebhookHeaders,
+  secret: string,
+  options: VerifyOptions = {},
+): void {
+  const id = header(headers, 'webhook-id');
+  const timestamp = header(headers, 'webhook-timestamp');
+  const signatures = header(headers, 'webhook-signature');
+  if (!id || !timestamp || !signatures)
+    fail('Missing webhook-id, webhook-timestamp or webhook-signature header.');
+  checkTimestamp(timestamp, 'webhook-timestamp', options);
+  const expected = createHmac('sha256', standardKey(secret))
+    .update(`${id}.${timestamp}.`)
+    .update(body)
+    .digest();
+  const matches = signatures
+    .split(' ')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.startsWith('v1,'))
+    .some((entry) => sameBytes(Buffer.from(entry.slice(3), 'base64'), expected));
+  if (!matches) {
+    fail(
+      'webhook-signature does not match: check the secret (only the newest one verifies after rotation) and that the body is unmodified.',
+    );
+  }
+}
+
+/**
+ * Verifies a delivery and returns its typed event. `rawBody` must be the bytes as received (a Buffer
+ * or the unparsed string), never re-serialized JSON.
+ *
+ * With the request's headers, it checks the Standard Webhooks signature when the delivery carries one
+ * (id and timestamp signed, timestamp within the tolerance), and otherwise the interface's
+ * X-Webhook-Signature (and X-Webhook-Timestamp's tolerance when that header is present).
+ * Given the X-Webhook-Signature value itself instead of the headers, it checks that signature only
+ * (the timestamp only when `options.timestamp` and `options.toleranceSeconds` are given).
+ */
+export function verifyWebhook(
+  rawBody: string | Uint8Array,
+  headersOrSignature: WebhookHeaders | string | null | undefined,
+  secret: string,
+  options: VerifyOptions = {},
+): WebhookEvent {
+  const body = bodyBytes(rawBody);
+  if (!secret) fail('No webhook secret given.');
+  if (
+    headersOrSignature === null ||
+    headersOrSignature === undefined ||
+    typeof headersOrSignature === 'string'
+  ) {
+    verifyInterfaceSignature(body, headersOrSignature ?? undefined, secret);
+    if (
+      options.timestamp !== undefined &&
+      options.timestamp !== null &&
+      options.toleranceSeconds !== undefined
+    )
+      checkTimestamp(String(options.timestamp), 'X-Webhook-Timestamp', options);
+  } else if (header(headersOrSignature, 'webhook-signature') !== undefined) {
+    verifyStandardSignature(body, headersOrSignature, secret, options);
+  } else {
+    verifyInterfaceSignature(body, header(headersOrSignature, 'x-webhook-signature'), secret);
+    const timestamp = header(headersOrSignature, 'x-webhook-timestamp');
+    if (timestamp !== undefined) checkTimestamp(timestamp, 'X-Webhook-Timestamp', options);
+  }
+  try {
+    return JSON.parse(body.toString('utf8')) as WebhookEvent;
+  } catch {
+    return fail('The body verified but is not JSON.');
+  }
+}
+
+/** Signs a body as Kassa's X-Webhook-Signature does; for receivers' own tests. */
+export function signWebhook(rawBody: string | Uint8Array, secret: string): string {
+  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(rawBody).digest('hex')}`;
+}
+
+/** The Standard Webhooks headers Kassa would send for `rawBody`; for receivers' own tests. */
+export function signStandardWebhook(
+  rawBody: string | Uint8Array,
+  secret: string,
+  id: string,
+  timestamp: number = Math.floor(Date.now() / 1000),
+): { 'webhook-id': string; 'webhook-timestamp': string; 'webhook-signature': string } {
+  const signature = createHmac('sha256', standardKey(secret))
+    .update(`${id}.${timestamp}.`)
+    .update(rawBody)
+    .digest('base64');
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` };
+}

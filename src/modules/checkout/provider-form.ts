@@ -1,0 +1,125 @@
+// The provider side of the hosted page. The simulator's card form needs nothing. A provider with a form of
+// its own (Stripe's Payment Element) needs its payment object before the customer types anything: so the
+// first read of the hosted step opens the Kassa payment and, under its write-ahead operation row
+// (kassa-pay-{id}), the provider payment; later reads fetch its client secret. Opening is not a charge, and
+// the same key makes a repeat the same object, so a read that finds it not yet recorded opens it again.
+import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
+import { toBigInt } from '../../lib/money.ts';
+import { callProvider } from '../../provider/operations/perform.ts';
+import { recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import type { PaymentProvider, ProviderName } from '../../provider/types.ts';
+import * as payments from '../payments/store.ts';
+import type { PaymentRow } from '../payments/table.ts';
+import { applyProviderState, openPayment } from '../payments/transitions.ts';
+import { itemsOf, paymentMetadata } from './hosted.ts';
+import { checkoutState } from './status.ts';
+import * as store from './store.ts';
+import type { CheckoutSessionRow } from './table.ts';
+
+export interface ProviderForm {
+  payment: PaymentRow | undefined;
+  provider: { name: ProviderName; publishable_key?: string; client_secret?: string | null };
+}
+
+/** Opens the Kassa payment of a checkout (processing): fee and FX are fixed here. In the caller's transaction. */
+export async function openCheckoutPayment(
+  ctx: AppContext,
+  trx: Executor,
+  session: CheckoutSessionRow,
+  provider: PaymentProvider,
+  nowIso: string,
+): Promise<PaymentRow> {
+  const organization = await store.organizationTerms(trx, session.organization_id);
+  return openPayment(
+    trx,
+    session,
+    {
+      feeBp: toBigInt(organization.fee_bp),
+      fxEurUsd: ctx.config.fxEurUsd,
+      provider: provider.name,
+      simulated: provider.name === 'simulator',
+      items: itemsOf(session),
+    },
+    nowIso,
+  );
+}
+
+/** Step 1: the Kassa payment and the operation row of its provider payment, in one transaction. */
+async function openForForm(ctx: AppContext, sessionId: number, provider: PaymentProvider) {
+  const nowIso = ctx.clock().toISOString();
+  return ctx.db.transaction().execute(async (trx) => {
+    const session = await store.lockSession(trx, sessionId);
+    const payment =
+      (await payments.paymentOfCheckout(trx, session.id)) ??
+      (await openCheckoutPayment(ctx, trx, session, provider, nowIso));
+    const operation = await recordOperation(
+      trx,
+      {
+        kind: 'payment_open',
+        idempotencyKey: `kassa-pay-${payment.public_id}`,
+        provider: provider.name,
+        environment: session.environment,
+        organizationId: session.organization_id,
+        subjectType: 'payment',
+        subjectId: payment.id,
+        reference: payment.public_id,
+      },
+      nowIso,
+      ctx.config.reconcileScheduleMs,
+    );
+    return { session, payment, operation };
+  });
+}
+
+/** Opens the provider payment (again, under the same key, when its answer was never recorded). */
+async function openAtProvider(ctx: AppContext, sessionId: number, provider: PaymentProvider) {
+  const { session, payment, operation } = await openForForm(ctx, sessionId, provider);
+  if (payment.provider_payment_id !== null) return { payment, clientSecret: null };
+  const call = await callProvider(ctx.config, operation, () =>
+    provider.openPayment({
+      idempotencyKey: operation.idempotency_key,
+      reference: payment.public_id,
+      environment: session.environment,
+      amountMinor: toBigInt(payment.gross),
+      currency: payment.currency,
+      refundBasisMinor: toBigInt(payment.gross_ht),
+      metadata: paymentMetadata(session, payment),
+    }),
+  );
+  return ctx.db.transaction().execute(async (trx) => {
+    const nowIso = ctx.clock().toISOString();
+    if (!call.answered) {
+      await settleOperation(trx, operation.id, { status: 'unknown', reason: call.reason }, null, nowIso);
+      return { payment, clientSecret: null };
+    }
+    const opened = call.value;
+    const applied = await applyProviderState(trx, payment.id, opened.payment, nowIso);
+    await settleOperation(
+      trx,
+      operation.id,
+      { status: 'succeeded' },
+      opened.payment.providerPaymentId,
+      nowIso,
+    );
+    return { payment: applied.payment, clientSecret: opened.clientSecret };
+  });
+}
+
+export async function providerForm(ctx: AppContext, session: CheckoutSessionRow): Promise<ProviderForm> {
+  const provider = ctx.providers.forEnvironment(session.environment);
+  let payment = await payments.paymentOfCheckout(ctx.db, session.id);
+  if (provider.cardForm) return { payment, provider: { name: provider.name } };
+  const publishableKey = ctx.config.stripe.publishableKey ?? '';
+  let clientSecret: string | null = null;
+  const open = checkoutState(session, payment, ctx.clock()) === 'open';
+  if (open && (!payment || payment.provider_payment_id === null)) {
+    ({ payment, clientSecret } = await openAtProvider(ctx, session.id, provider));
+  } else if (payment?.provider_payment_id && payment.status === 'processing') {
+    clientSecret = await provider.clientSecretOf(payment.provider_payment_id);
+  }
+  return {
+    payment,
+    provider: { name: provider.name, publishable_key: publishableKey, client_secret: clientSecret },
+  };
+}

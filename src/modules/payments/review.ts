@@ -1,0 +1,65 @@
+// Provider calls of a payment (its card attempts, its provider payment, its refunds) whose outcome Kassa
+// does not know: still being read back by the reconciler ("confirming"), or still unknown after its last
+// read, or contradicting Kassa ("flagged": a person must look at the provider's dashboard).
+import type { Executor } from '../../db/database.ts';
+import { unresolvedOperationsOf } from '../../provider/operations/store.ts';
+import type { OperationRow } from '../../provider/operations/table.ts';
+
+export interface ProviderReview {
+  state: 'confirming' | 'flagged';
+  /** The call, by its idempotency key (kassa-pay-TX…-1, kassa-refund-RF…), or "payment" for a conflict. */
+  operation: string;
+  reason: string | null;
+  since: string;
+}
+
+function review(operation: OperationRow): ProviderReview {
+  return {
+    state: operation.state === 'flagged' ? 'flagged' : 'confirming',
+    operation: operation.idempotency_key,
+    reason: operation.last_read_error,
+    since: operation.flagged_at ?? operation.created_at,
+  };
+}
+
+/** The one call per payment most in need of a look (a flagged one before one still confirming). */
+export async function reviewsOf(db: Executor, paymentIds: number[]): Promise<Map<number, ProviderReview>> {
+  const reviews = new Map<number, ProviderReview>();
+  if (paymentIds.length === 0) return reviews;
+  // A payment the provider charged after Kassa gave it up comes first: money was taken.
+  const conflicts = await db
+    .selectFrom('payments')
+    .select(['id', 'provider_conflict', 'updated_at'])
+    .where('id', 'in', paymentIds)
+    .where('provider_conflict', 'is not', null)
+    .execute();
+  for (const conflict of conflicts) {
+    reviews.set(conflict.id, {
+      state: 'flagged',
+      operation: 'payment',
+      reason: conflict.provider_conflict,
+      since: conflict.updated_at,
+    });
+  }
+  const refunds = await db
+    .selectFrom('refunds')
+    .select(['id', 'payment_id'])
+    .where('payment_id', 'in', paymentIds)
+    .execute();
+  const paymentOfRefund = new Map(refunds.map((refund) => [refund.id, refund.payment_id]));
+  const [ofPayments, ofRefunds] = await Promise.all([
+    unresolvedOperationsOf(db, 'payment', paymentIds),
+    unresolvedOperationsOf(db, 'refund', [...paymentOfRefund.keys()]),
+  ]);
+  for (const operation of [...ofPayments, ...ofRefunds]) {
+    const paymentId =
+      operation.subject_type === 'payment' ? operation.subject_id : paymentOfRefund.get(operation.subject_id);
+    if (paymentId === undefined) continue;
+    const known = reviews.get(paymentId);
+    if (known?.operation === 'payment') continue;
+    if (!known || (known.state === 'confirming' && operation.state === 'flagged')) {
+      reviews.set(paymentId, review(operation));
+    }
+  }
+  return reviews;
+}

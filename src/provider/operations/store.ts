@@ -1,0 +1,172 @@
+// Write-ahead operation rows: one is committed before every provider call (in the caller's transaction,
+// with the change that needs the call), and settled with the provider's answer afterwards. A crash at any
+// point leaves a row the reconciler finishes (reconciler.ts).
+import { isPostgres } from '../../db/connection.ts';
+import type { Executor } from '../../db/database.ts';
+import type { Environment } from '../../modules/api-keys/table.ts';
+import type { ProviderOutcome } from '../types.ts';
+import type { OperationRow } from './table.ts';
+
+export interface NewOperation {
+  kind: string;
+  idempotencyKey: string;
+  provider: string;
+  environment: Environment;
+  organizationId: number | null;
+  subjectType: string;
+  subjectId: number;
+  reference: string;
+  /** What a read needs besides the reference (never card data). */
+  context?: Record<string, string | number | null>;
+}
+
+/** Outcome code of a write the provider still had no record of at a later read: it was never made. */
+export const NEVER_MADE = 'never_reached_provider';
+
+function at(start: string, offsetMs: number): string {
+  return new Date(Date.parse(start) + offsetMs).toISOString();
+}
+
+/**
+ * Records the operation before its call. The same key again (a retry of the same write) returns the row
+ * already there, so a write is made under one key however often its caller starts it.
+ */
+export async function recordOperation(
+  trx: Executor,
+  operation: NewOperation,
+  now: string,
+  scheduleMs: readonly number[],
+): Promise<OperationRow> {
+  const values = {
+    organization_id: operation.organizationId,
+    environment: operation.environment,
+    provider: operation.provider,
+    kind: operation.kind,
+    idempotency_key: operation.idempotencyKey,
+    subject_type: operation.subjectType,
+    subject_id: operation.subjectId,
+    reference: operation.reference,
+    context: JSON.stringify(operation.context ?? {}),
+    state: 'in_flight' as const,
+    outcome: null,
+    outcome_code: null,
+    outcome_message: null,
+    provider_object_id: null,
+    next_read_at: at(now, scheduleMs[0] ?? 60_000),
+    last_read_at: null,
+    last_read_error: null,
+    flagged_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  const inserted = await trx
+    .insertInto('provider_operations')
+    .values(values)
+    .onConflict((conflict) => conflict.column('idempotency_key').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return inserted;
+  return trx
+    .selectFrom('provider_operations')
+    .selectAll()
+    .where('idempotency_key', '=', operation.idempotencyKey)
+    .executeTakeFirstOrThrow();
+}
+
+/**
+ * Records the answer to the call. A known outcome settles the row (done); `unknown` leaves it for the
+ * reconciler, whose first read is already scheduled. A row already settled keeps its answer, except the
+ * reconciler's "never made" conclusion, which a late real answer replaces.
+ */
+export async function settleOperation(
+  trx: Executor,
+  operationId: number,
+  outcome: ProviderOutcome,
+  providerObjectId: string | null,
+  now: string,
+): Promise<void> {
+  if (outcome.status === 'unknown') {
+    await trx
+      .updateTable('provider_operations')
+      .set({ state: 'unknown', last_read_error: outcome.reason.slice(0, 500), updated_at: now })
+      .where('id', '=', operationId)
+      .where('state', '=', 'in_flight')
+      .execute();
+    return;
+  }
+  await trx
+    .updateTable('provider_operations')
+    .set({
+      state: 'done',
+      outcome: outcome.status,
+      outcome_code: outcome.status === 'failed' ? outcome.code : null,
+      outcome_message: outcome.status === 'failed' ? outcome.message.slice(0, 500) : null,
+      provider_object_id: providerObjectId,
+      next_read_at: null,
+      updated_at: now,
+    })
+    .where('id', '=', operationId)
+    .where((eb) =>
+      eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
+    )
+    .execute();
+}
+
+/** How many operations of a kind a subject has had: the n of its next key (kassa-pay-{id}-{n}). */
+export async function countOperations(
+  trx: Executor,
+  subjectType: string,
+  subjectId: number,
+  kind: string,
+): Promise<number> {
+  const row = await trx
+    .selectFrom('provider_operations')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('subject_type', '=', subjectType)
+    .where('subject_id', '=', subjectId)
+    .where('kind', '=', kind)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+/** The operations of a subject whose outcome is not known (still being reconciled, or flagged), oldest first. */
+export function unresolvedOperationsOf(db: Executor, subjectType: string, subjectIds: number[]) {
+  if (subjectIds.length === 0) return Promise.resolve([] as OperationRow[]);
+  return db
+    .selectFrom('provider_operations')
+    .selectAll()
+    .where('subject_type', '=', subjectType)
+    .where('subject_id', 'in', subjectIds)
+    .where('state', 'in', ['unknown', 'flagged'])
+    .orderBy('id')
+    .execute();
+}
+
+export function operationByKey(db: Executor, idempotencyKey: string) {
+  return db
+    .selectFrom('provider_operations')
+    .selectAll()
+    .where('idempotency_key', '=', idempotencyKey)
+    .executeTakeFirst();
+}
+
+/**
+ * Claims up to `limit` operations due for a read, leasing them for `leaseMs` (other workers skip them:
+ * SKIP LOCKED on PostgreSQL; SQLite has one writer).
+ */
+export async function claimDueOperations(trx: Executor, now: string, leaseMs: number, limit: number) {
+  let due = trx
+    .selectFrom('provider_operations')
+    .select('id')
+    .where('state', 'in', ['in_flight', 'unknown'])
+    .where('next_read_at', '<=', now)
+    .orderBy('next_read_at')
+    .limit(limit);
+  if (isPostgres(trx)) due = due.forUpdate().skipLocked();
+  return trx
+    .updateTable('provider_operations')
+    .set({ next_read_at: at(now, leaseMs) })
+    .where('id', 'in', due)
+    .returningAll()
+    .execute();
+}

@@ -1,0 +1,247 @@
+// The Stripe connector (KASSA_PROVIDER=stripe) over the official SDK. Stateless, like every connector:
+// Kassa's request becomes Stripe's call (with Kassa's idempotency key), Stripe's answer a contract value.
+// Hosted payments are PaymentIntents the customer confirms in Stripe's Payment Element (card data never
+// reaches Kassa), so `cardForm` is false and chargeCard is refused. Reads re-fetch the PaymentIntent and
+// its charges; a lost write is found by searching PaymentIntents on metadata[kassa_transaction_id], and a
+// refund among its PaymentIntent's refunds by metadata[kassa_refund_id].
+import type Stripe from 'stripe';
+import type { Config, StripeConfig } from '../../config.ts';
+import type {
+  ChargeCardInput,
+  ChargeSavedCardInput,
+  CreateCustomerInput,
+  CreateRefundInput,
+  OpenedPayment,
+  OpenPaymentInput,
+  PaymentProvider,
+  PaymentWrite,
+  ProviderNotice,
+  ProviderPaymentState,
+  ProviderRefundState,
+  ProviderSetupState,
+  SetupCardInput,
+  SetupWrite,
+} from '../types.ts';
+import { outcomeOfIntent, paymentStateOf, refundStateOf, setupStateOf } from './transforms.ts';
+import { createStripeClient, idOf, isStripeError, outcomeOfError, stripeCurrency } from './transport.ts';
+import { parseStripeWebhook } from './webhooks.ts';
+
+function isMissing(error: unknown): boolean {
+  return isStripeError(error) && (error.statusCode === 404 || error.code === 'resource_missing');
+}
+
+/** A read of an object by id: null when Stripe has no such object. */
+async function orNull<T>(read: () => Promise<T>): Promise<T | null> {
+  try {
+    return await read();
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw error;
+  }
+}
+
+export class StripeProvider implements PaymentProvider {
+  readonly name = 'stripe';
+  readonly cardForm = false;
+  private readonly config: StripeConfig;
+  private readonly timeoutMs: number;
+  private client: Promise<Stripe> | null = null;
+
+  constructor(stripe: StripeConfig, config: Pick<Config, 'providerTimeoutMs'>) {
+    this.config = stripe;
+    this.timeoutMs = config.providerTimeoutMs;
+  }
+
+  /** The SDK client, made on first use. */
+  api(): Promise<Stripe> {
+    this.client ??= createStripeClient(this.config, this.timeoutMs);
+    return this.client;
+  }
+
+  private async stateOf(intent: Stripe.PaymentIntent): Promise<ProviderPaymentState> {
+    const stripe = await this.api();
+    const charges = await stripe.charges.list({ payment_intent: intent.id, limit: 100 });
+    return paymentStateOf(intent, charges.data);
+  }
+
+  async openPayment(input: OpenPaymentInput): Promise<OpenedPayment> {
+    const stripe = await this.api();
+    const intent = await stripe.paymentIntents.create(
+      {
+        amount: Number(input.amountMinor),
+        currency: stripeCurrency(input.currency),
+        automatic_payment_methods: { enabled: true },
+        // The reference always rides along: it is how a write whose answer was lost is found.
+        metadata: { ...input.metadata, kassa_transaction_id: input.reference },
+        ...(input.saveCardFor
+          ? { customer: input.saveCardFor, setup_future_usage: 'off_session' as const }
+          : {}),
+      },
+      { idempotencyKey: input.idempotencyKey },
+    );
+    return { payment: await this.stateOf(intent), clientSecret: intent.client_secret };
+  }
+
+  async chargeCard(_input: ChargeCardInput): Promise<PaymentWrite> {
+    throw new Error('Stripe takes the card in its Payment Element; card data is never sent to Kassa.');
+  }
+
+  async chargeSavedCard(input: ChargeSavedCardInput): Promise<PaymentWrite> {
+    const stripe = await this.api();
+    const options = { idempotencyKey: input.idempotencyKey };
+    let intent: Stripe.PaymentIntent;
+    try {
+      intent =
+        input.payment.providerPaymentId === null
+          ? await stripe.paymentIntents.create(
+              {
+                amount: Number(input.amountMinor),
+                currency: stripeCurrency(input.currency),
+                customer: input.customerId,
+                payment_method: input.paymentMethodId,
+                off_session: true,
+                confirm: true,
+                metadata: { ...input.metadata, kassa_transaction_id: input.payment.reference },
+              },
+              options,
+            )
+          : await stripe.paymentIntents.confirm(
+              input.payment.providerPaymentId,
+              { payment_method: input.paymentMethodId, off_session: true },
+              options,
+            );
+    } catch (error) {
+      const outcome = outcomeOfError(error);
+      // A decline still leaves the PaymentIntent (requires_payment_method): the retry confirms it again.
+      const declined = isStripeError(error) ? error.payment_intent : undefined;
+      if (outcome.status === 'unknown' || !declined) return { outcome, payment: null };
+      return { outcome, payment: await this.stateOf(await stripe.paymentIntents.retrieve(declined.id)) };
+    }
+    return { outcome: outcomeOfIntent(intent), payment: await this.stateOf(intent) };
+  }
+
+  async getPayment(providerPaymentId: string): Promise<ProviderPaymentState | null> {
+    const stripe = await this.api();
+    return orNull(async () => this.stateOf(await stripe.paymentIntents.retrieve(providerPaymentId)));
+  }
+
+  async findPayment(reference: string): Promise<ProviderPaymentState | null> {
+    const stripe = await this.api();
+    const found = await stripe.paymentIntents.search({
+      query: `metadata['kassa_transaction_id']:'${reference.replace(/'/g, '')}'`,
+      limit: 10,
+    });
+    // Never two for one reference (one key); were there, the oldest is the one Kassa made first.
+    const intent = [...found.data].sort((a, b) => a.created - b.created)[0];
+    return intent ? this.stateOf(intent) : null;
+  }
+
+  async cancelPayment(providerPaymentId: string): Promise<ProviderPaymentState | null> {
+    const stripe = await this.api();
+    try {
+      await stripe.paymentIntents.cancel(providerPaymentId, { cancellation_reason: 'abandoned' });
+    } catch (error) {
+      // Already succeeded, processing or canceled: Stripe refuses, and the state read below says which.
+      if (!isStripeError(error) || error.type !== 'StripeInvalidRequestError') throw error;
+    }
+    return this.getPayment(providerPaymentId);
+  }
+
+  async clientSecretOf(providerPaymentId: string): Promise<string | null> {
+    const stripe = await this.api();
+    return (await stripe.paymentIntents.retrieve(providerPaymentId)).client_secret;
+  }
+
+  async createCustomer(input: CreateCustomerInput): Promise<{ customerId: string }> {
+    const stripe = await this.api();
+    const customer = await stripe.customers.create(
+      {
+        email: input.email,
+        name: input.name,
+        metadata: { ...input.metadata, kassa_reference: input.reference },
+      },
+      { idempotencyKey: input.idempotencyKey },
+    );
+    return { customerId: customer.id };
+  }
+
+  /** A SetupIntent the customer completes in the Payment Element (with 3-D Secure when the bank asks). */
+  async setupCard(input: SetupCardInput): Promise<SetupWrite> {
+    const stripe = await this.api();
+    const intent = await stripe.setupIntents.create(
+      {
+        customer: input.customerId,
+        usage: 'off_session',
+        automatic_payment_methods: { enabled: true },
+        metadata: { ...input.metadata, kassa_reference: input.reference },
+      },
+      { idempotencyKey: input.idempotencyKey },
+    );
+    const setup = await this.setupState(intent);
+    const outcome: SetupWrite['outcome'] = intent.client_secret
+      ? { status: 'requires_action', nextAction: { type: 'stripe_sdk', clientSecret: intent.client_secret } }
+      : { status: 'pending' };
+    return { outcome, setup, clientSecret: intent.client_secret };
+  }
+
+  private async setupState(intent: Stripe.SetupIntent): Promise<ProviderSetupState> {
+    const stripe = await this.api();
+    const methodId = idOf(intent.payment_method);
+    const method =
+      methodId && intent.status === 'succeeded' ? await stripe.paymentMethods.retrieve(methodId) : null;
+    return setupStateOf(intent, method);
+  }
+
+  async getSetup(setupId: string): Promise<ProviderSetupState | null> {
+    const stripe = await this.api();
+    return orNull(async () => this.setupState(await stripe.setupIntents.retrieve(setupId)));
+  }
+
+  async findSetup(reference: string, customerId: string): Promise<ProviderSetupState | null> {
+    const stripe = await this.api();
+    const list = await stripe.setupIntents.list({ customer: customerId, limit: 100 });
+    const intent = list.data.find((candidate) => candidate.metadata?.kassa_reference === reference);
+    return intent ? this.setupState(intent) : null;
+  }
+
+  async createRefund(input: CreateRefundInput): Promise<ProviderRefundState> {
+    const stripe = await this.api();
+    try {
+      const refund = await stripe.refunds.create(
+        {
+          payment_intent: input.providerPaymentId,
+          // The customer gets back what they paid: the refund in the charge currency (amount_in_cents
+          // keeps its interface meaning, the HT basis, on Kassa's side).
+          amount: Number(input.amountMinor),
+          reason: 'requested_by_customer',
+          metadata: input.metadata,
+        },
+        { idempotencyKey: input.idempotencyKey },
+      );
+      return refundStateOf(refund);
+    } catch (error) {
+      const outcome = outcomeOfError(error);
+      if (outcome.status !== 'failed') throw error;
+      return { providerRefundId: '', status: 'failed', errorMessage: outcome.message };
+    }
+  }
+
+  async getRefund(providerRefundId: string): Promise<ProviderRefundState | null> {
+    const stripe = await this.api();
+    return orNull(async () => refundStateOf(await stripe.refunds.retrieve(providerRefundId)));
+  }
+
+  async findRefund(reference: string, providerPaymentId: string): Promise<ProviderRefundState | null> {
+    const stripe = await this.api();
+    const list = await stripe.refunds.list({ payment_intent: providerPaymentId, limit: 100 });
+    const refund = list.data.find((candidate) => candidate.metadata?.kassa_refund_id === reference);
+    return refund ? refundStateOf(refund) : null;
+  }
+
+  async parseWebhook(
+    rawBody: string,
+    headers: Record<string, string | string[] | undefined>,
+  ): Promise<ProviderNotice> {
+    return parseStripeWebhook(await this.api(), this.config.webhookSecret, rawBody, headers);
+  }
+}

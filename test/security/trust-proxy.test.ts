@@ -1,0 +1,82 @@
+// #14 finding 6: KASSA_TRUST_PROXY=true trusted any X-Forwarded-For, so a client could name any address
+// and slip every per-address limit. It is now a hop count or a list of proxy addresses; `true` is
+// refused at start.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { call, startTestServer, type TestServer, testEnv } from '../helpers/server.ts';
+
+const UNKNOWN_LINK = '/api/payment-links/public/00000000-0000-4000-8000-000000000000/';
+
+/** Previews (limited per client address, 3 a minute here) with a rotating first X-Forwarded-For entry. */
+async function statusesWithRotatingForwardedFor(server: TestServer, last: string): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 1; i <= 5; i++) {
+    const forwarded = last ? `10.9.8.${i}, ${last}` : `10.9.8.${i}`;
+    statuses.push(
+      (await call(server, 'GET', UNKNOWN_LINK, { headers: { 'x-forwarded-for': forwarded } })).status,
+    );
+  }
+  return statuses;
+}
+
+describe('security #6: proxy trust', () => {
+  const servers: TestServer[] = [];
+  after(async () => {
+    for (const server of servers) await server.close();
+  });
+
+  test('KASSA_TRUST_PROXY=true is refused at start with a message naming the variable', async () => {
+    const { env, cleanup } = await testEnv({ KASSA_TRUST_PROXY: 'true' });
+    try {
+      assert.throws(
+        () => loadConfig(env),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.match(error.message, /KASSA_TRUST_PROXY/);
+          assert.match(error.message, /hop count|number of proxies/);
+          return true;
+        },
+      );
+      const cli = spawnSync(
+        process.execPath,
+        ['--disable-warning=ExperimentalWarning', 'src/cli/main.ts', 'serve'],
+        {
+          env: { ...process.env, ...env },
+          encoding: 'utf8',
+          timeout: 90_000,
+        },
+      );
+      assert.equal(cli.status, 1, cli.stdout + cli.stderr);
+      assert.match(cli.stderr, /KASSA_TRUST_PROXY/);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  test('a hop count of 1 takes the address the one proxy saw; spoofed entries before it change nothing', async () => {
+    const server = await startTestServer({
+      worker: false,
+      env: { KASSA_TRUST_PROXY: '1', KASSA_RATE_LIMIT_PUBLIC: '3' },
+    });
+    servers.push(server);
+    const statuses = await statusesWithRotatingForwardedFor(server, '203.0.113.7');
+    assert.deepEqual(statuses, [404, 404, 404, 429, 429]);
+  });
+
+  test('a proxy list trusts X-Forwarded-For only from those proxies', async () => {
+    const server = await startTestServer({
+      worker: false,
+      env: { KASSA_TRUST_PROXY: '10.0.0.0/8, 192.0.2.1', KASSA_RATE_LIMIT_PUBLIC: '3' },
+    });
+    servers.push(server);
+    // The test client (127.0.0.1) is not one of the proxies: its X-Forwarded-For is ignored.
+    assert.deepEqual(await statusesWithRotatingForwardedFor(server, ''), [404, 404, 404, 429, 429]);
+    for (const bad of ['yes', '10.0.0.0/33', 'proxy.example', '-1']) {
+      const { env, cleanup } = await testEnv({ KASSA_TRUST_PROXY: bad });
+      assert.throws(() => loadConfig(env), /KASSA_TRUST_PROXY/, bad);
+      await cleanup();
+    }
+  });
+});

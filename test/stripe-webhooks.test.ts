@@ -1,0 +1,158 @@
+// Stripe's webhooks at POST /api/provider/webhooks/stripe/: signed with the SDK's own test helper and with
+// an independent node:crypto HMAC; a duplicate or an out-of-order event changes nothing twice; a bad,
+// stale or missing Stripe-Signature is a 400 {detail} that changes nothing; events Kassa does not handle
+// are acknowledged.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createCheckout } from './helpers/checkout.ts';
+import type { FakeStripe } from './helpers/fake-stripe/server.ts';
+import { signWithHmac } from './helpers/fake-stripe/server.ts';
+import { eventStatuses, settlementsOf } from './helpers/provider-checks.ts';
+import { call, createTestKey, createTestMerchant, DB_KIND, type TestServer } from './helpers/server.ts';
+import { deliver, eventAbout, hostedStep, type Json, startWithStripe } from './helpers/stripe.ts';
+
+describe(`Stripe webhooks (${DB_KIND})`, () => {
+  let fake: FakeStripe;
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let key: string;
+  before(async () => {
+    ({ fake, server, close } = await startWithStripe({ worker: false }));
+    const merchant = await createTestMerchant(server, 'Webhook Shop');
+    key = await createTestKey(server, merchant);
+  });
+  after(() => close());
+
+  /** A checkout whose PaymentIntent the customer paid in the Element; Kassa has not heard yet. */
+  async function paidAtStripe(method = 'pm_card_visa') {
+    const checkout = await createCheckout(server, key);
+    const { page, provider } = await hostedStep(server, checkout.token);
+    await fake.confirmInBrowser(provider.client_secret as string, method);
+    const payment = await server.ctx.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('public_id', '=', page.transaction_id as string)
+      .executeTakeFirstOrThrow();
+    return { checkout, payment, intentId: payment.provider_payment_id as string };
+  }
+
+  const statusOf = async (id: number) =>
+    (
+      await server.ctx.db
+        .selectFrom('payments')
+        .select('status')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow()
+    ).status;
+  const eventCount = async () =>
+    Number(
+      (
+        await server.ctx.db
+          .selectFrom('events')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  test('payment_intent.succeeded signed with the SDK helper is applied at once', async () => {
+    const { payment, intentId } = await paidAtStripe();
+    assert.equal(await statusOf(payment.id), 'processing');
+    const response = await deliver(server, fake, eventAbout(fake, 'payment_intent.succeeded', intentId), {
+      sign: 'sdk',
+    });
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body, { received: true, duplicate: false, payments: 1, refunds: 0 });
+    assert.equal(await statusOf(payment.id), 'paid');
+  });
+
+  test('the same event signed with an independent HMAC is accepted too (and is a duplicate)', async () => {
+    const { payment, intentId } = await paidAtStripe();
+    const event = eventAbout(fake, 'payment_intent.succeeded', intentId);
+    const first = await deliver(server, fake, event, { sign: 'hmac' });
+    assert.deepEqual(first.body, { received: true, duplicate: false, payments: 1, refunds: 0 });
+    const before = await eventCount();
+    const again = await deliver(server, fake, event, { sign: 'sdk' });
+    assert.deepEqual(again.body, { received: true, duplicate: true, payments: 0, refunds: 0 });
+    assert.equal(await eventCount(), before, 'a duplicate changes nothing');
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1);
+  });
+
+  test('out of order: an older event arriving after the newer one changes nothing', async () => {
+    const { payment, intentId } = await paidAtStripe('pm_card_authenticationRequired');
+    fake.ledger.authenticate(intentId, true);
+    await deliver(server, fake, eventAbout(fake, 'payment_intent.succeeded', intentId));
+    assert.equal(await statusOf(payment.id), 'paid');
+    const before = await eventCount();
+    // Stripe delivers the older requires_action (and created) events late: Kassa re-fetches the PaymentIntent,
+    // which is succeeded, so nothing moves back and nothing is emitted twice.
+    for (const type of ['payment_intent.requires_action', 'payment_intent.created']) {
+      const response = await deliver(server, fake, eventAbout(fake, type, intentId));
+      assert.equal(response.status, 200);
+    }
+    assert.equal(await statusOf(payment.id), 'paid');
+    assert.equal(await eventCount(), before);
+    assert.deepEqual(
+      (await eventStatuses(server.ctx, payment.public_id)).filter((status) => status === 'paid'),
+      ['paid'],
+    );
+  });
+
+  test('a bad, stale, tampered or missing Stripe-Signature is refused with 400 and changes nothing', async () => {
+    const { payment, intentId } = await paidAtStripe();
+    const event = eventAbout(fake, 'payment_intent.succeeded', intentId);
+    const before = await eventCount();
+    const wrongSecret = await deliver(server, fake, event, { secret: 'whsec_not-the-secret' });
+    assert.equal(wrongSecret.status, 400);
+    assert.match(
+      wrongSecret.body.detail as string,
+      /^Stripe-Signature: No signatures found matching the expected signature/,
+    );
+    const stale = await deliver(server, fake, event, { timestamp: Math.floor(Date.now() / 1000) - 301 });
+    assert.equal(stale.status, 400);
+    assert.match(stale.body.detail as string, /^Stripe-Signature: .*tolerance/i);
+    const payload = JSON.stringify(event);
+    const tampered = await call<Json>(server, 'POST', '/api/provider/webhooks/stripe/', {
+      body: payload.replace('"livemode":false', '"livemode":true'),
+      headers: { 'stripe-signature': signWithHmac(payload, fake.webhookSecret) },
+    });
+    assert.equal(tampered.status, 400);
+    const missing = await call<Json>(server, 'POST', '/api/provider/webhooks/stripe/', { body: payload });
+    assert.deepEqual(
+      [missing.status, missing.body],
+      [400, { detail: 'Stripe-Signature: the header is missing.' }],
+    );
+    assert.equal(await statusOf(payment.id), 'processing');
+    assert.equal(await eventCount(), before);
+    const stored = await server.ctx.db
+      .selectFrom('provider_events')
+      .select('id')
+      .where('event_id', '=', event.id)
+      .execute();
+    assert.deepEqual(stored, [], 'a refused event is not remembered either');
+  });
+
+  test('several v1 signatures (a secret being rolled): one valid one is enough', async () => {
+    const { payment, intentId } = await paidAtStripe();
+    const payload = JSON.stringify(eventAbout(fake, 'payment_intent.succeeded', intentId));
+    const t = Math.floor(Date.now() / 1000);
+    const valid = signWithHmac(payload, fake.webhookSecret, t).split(',')[1];
+    const header = `t=${t},v1=${'0'.repeat(64)},${valid}`;
+    const response = await call<Json>(server, 'POST', '/api/provider/webhooks/stripe/', {
+      body: payload,
+      headers: { 'stripe-signature': header },
+    });
+    assert.equal(response.status, 200, response.text);
+    assert.equal(await statusOf(payment.id), 'paid');
+  });
+
+  test('events Kassa does not act on are acknowledged and ignored', async () => {
+    const { intentId } = await paidAtStripe();
+    const charge = eventAbout(
+      fake,
+      'charge.succeeded',
+      (fake.ledger.chargesOf(intentId)[0] as { id: string }).id,
+    );
+    const response = await deliver(server, fake, charge);
+    assert.deepEqual(response.body, { received: true, duplicate: false, payments: 0, refunds: 0 });
+  });
+});
