@@ -3,6 +3,7 @@
 // the waiting challenge; a new attempt abandons it. Every change is one event; one settlement.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { GENERIC_DECLINE } from '../src/modules/checkout/card-testing.ts';
 import { attemptsOf, CARDS, createCheckout, eventsOf, type Json, pay } from './helpers/checkout.ts';
 import { eventStatuses, settlementsOf } from './helpers/provider-checks.ts';
 import {
@@ -34,6 +35,13 @@ describe(`3-D Secure on the hosted checkout (${DB_KIND})`, () => {
     const attempt = await pay(server, checkout.token, THREE_DS);
     assert.equal(attempt.status, 200, attempt.text);
     return { checkout, attempt: attempt.body };
+  }
+
+  /** The precise reasons the merchant sees on the payment's attempts, newest first. */
+  async function merchantReasons(transactionId: string): Promise<unknown[]> {
+    const view = await call<Json>(server, 'GET', `/api/transactions/${transactionId}/`, { apiKey: key });
+    assert.equal(view.status, 200, view.text);
+    return (view.body.depositAttempts as Json[]).map((attempt) => attempt.errorMessage);
   }
 
   function answer(url: string, value: 'approve' | 'fail') {
@@ -90,10 +98,14 @@ describe(`3-D Secure on the hosted checkout (${DB_KIND})`, () => {
     assert.equal(page.body.status, 'open');
     assert.equal(page.body.next_action, null);
     const [declined] = page.body.attempts as Json[];
+    // The customer is told what any decline tells them (card testing); the merchant keeps the reason.
     assert.deepEqual(
       [declined.status, declined.errorMessage, declined.cardLast4],
-      ['requires_payment_method', 'The 3-D Secure authentication failed.', '3184'],
+      ['requires_payment_method', GENERIC_DECLINE, '3184'],
     );
+    assert.deepEqual(await merchantReasons(attempt.transaction_id as string), [
+      'The 3-D Secure authentication failed.',
+    ]);
     const paid = await pay(server, checkout.token, CARDS.success);
     assert.equal(paid.body.payment_status, 'paid');
     assert.deepEqual((paid.body.attempt as Json).status, 'succeeded');
@@ -108,11 +120,15 @@ describe(`3-D Secure on the hosted checkout (${DB_KIND})`, () => {
     const after = await call<Json>(server, 'GET', `/api/checkout/${checkout.token}/`);
     assert.equal(after.body.next_action, null);
     const [latest, abandoned] = after.body.attempts as Json[];
-    assert.equal(latest.errorMessage, 'Your card was declined.');
+    assert.equal(latest.errorMessage, GENERIC_DECLINE);
     assert.deepEqual(
       [abandoned.status, abandoned.errorMessage],
-      ['requires_payment_method', 'The 3-D Secure authentication was not completed.'],
+      ['requires_payment_method', GENERIC_DECLINE],
     );
+    assert.deepEqual(await merchantReasons(attempt.transaction_id as string), [
+      'Your card was declined.',
+      'The 3-D Secure authentication was not completed.',
+    ]);
     const late = await answer((attempt.next_action as Json).url as string, 'approve');
     assert.deepEqual(late.body, { status: 'abandoned', payment_status: 'processing' });
   });

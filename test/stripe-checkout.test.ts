@@ -5,6 +5,7 @@
 // charge currency. The sandbox keeps the simulator.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { GENERIC_DECLINE } from '../src/modules/checkout/card-testing.ts';
 import { syncDuePayments } from '../src/modules/payments/sync.ts';
 import { syncRefunds } from '../src/modules/refunds/sync.ts';
 import { card, createCheckout, eventsOf, pay } from './helpers/checkout.ts';
@@ -162,9 +163,15 @@ describe(`the hosted checkout on Stripe (${DB_KIND})`, () => {
     fake.ledger.authenticate(intentId, false);
     await call(server, 'POST', '/api/checkout/sync-status/', { body: { token: checkout.token } });
     const failed = (await hostedStep(server, checkout.token)).page;
+    // The customer is told what any decline tells them (card testing); the merchant's events keep the reason.
     assert.deepEqual(
       (failed.attempts as Json[]).map((attempt) => [attempt.status, attempt.errorMessage]),
-      [['requires_payment_method', 'The 3-D Secure authentication failed.']],
+      [['requires_payment_method', GENERIC_DECLINE]],
+    );
+    const merchantView = (await eventsOf(server, checkout.order_id)).at(-1) as Json;
+    assert.deepEqual(
+      (merchantView.depositAttempts as Json[]).map((attempt) => attempt.errorMessage),
+      ['The 3-D Secure authentication failed.'],
     );
     // The customer tries again; this time the bank's challenge is passed, and Stripe's webhook says so.
     await payInElement(server, fake, checkout.token, 'pm_card_authenticationRequired');
