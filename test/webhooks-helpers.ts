@@ -25,6 +25,9 @@ export interface Receiver {
   url: string;
   requests: ReceivedRequest[];
   respond: (request: ReceivedRequest, index: number) => Reply;
+  /** Requests open at once right now (arrived, response not yet written), and the most ever seen. */
+  open: number;
+  maxOpen: number;
   waitFor(
     count: number,
     timeoutMs?: number,
@@ -38,6 +41,8 @@ export async function startReceiver(): Promise<Receiver> {
     url: '',
     requests: [],
     respond: () => ({ status: 200, body: 'ok' }),
+    open: 0,
+    maxOpen: 0,
     async waitFor(count, timeoutMs = 10_000, filter = () => true) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -54,6 +59,11 @@ export async function startReceiver(): Promise<Receiver> {
     close: async () => {},
   };
   const server = createServer((request, response) => {
+    // Counted from the request's arrival to the end of its response (a sender cannot start its next
+    // request on that connection before), so maxOpen is the real concurrency, not an estimate from times.
+    receiver.open++;
+    receiver.maxOpen = Math.max(receiver.maxOpen, receiver.open);
+    response.once('close', () => receiver.open--);
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {

@@ -314,13 +314,11 @@ describe('webhook configuration and delivery', () => {
         'the other endpoint did not wait for the slow backlog',
       );
       await slow.waitFor(40, 20_000);
-      // At most MAX_PER_ENDPOINT requests were ever open at the slow receiver at once.
-      const arrivals = slow.requests.map((request) => request.at).sort((a, b) => a - b);
-      const open = arrivals.map(
-        (at, index) => arrivals.slice(0, index + 1).filter((t) => t + 400 > at + 5).length,
-      );
-      assert.ok(Math.max(...open) <= MAX_PER_ENDPOINT, `up to ${Math.max(...open)} at once`);
-      assert.ok(Math.max(...open) >= 2, 'the slow endpoint still got parallel sends');
+      // At most MAX_PER_ENDPOINT requests were ever open at the slow receiver at once. (Counted by the
+      // receiver itself: arrival times plus 400 ms misjudge it under load, since a timer set late in a
+      // long event-loop turn is due from the turn's start.)
+      assert.ok(slow.maxOpen <= MAX_PER_ENDPOINT, `up to ${slow.maxOpen} at once`);
+      assert.ok(slow.maxOpen >= 2, 'the slow endpoint still got parallel sends');
     } finally {
       await slow.close();
     }
