@@ -14,6 +14,7 @@ import {
   type TestServer,
 } from '../helpers/server.ts';
 import { assertCleanConsole, fillCard } from './helpers/checkout-page.ts';
+import { assertAccessible } from './helpers/checks.ts';
 import {
   launchChromium,
   type MerchantSite,
@@ -94,6 +95,7 @@ describe('hosted checkout page in Chromium', () => {
     assert.equal(await page.getByRole('button', { name: 'Pay €44.80' }).isVisible(), true);
     assert.equal(await page.locator('#test-mode').isVisible(), false);
     await screenshot(page, 'checkout-01-summary');
+    await assertAccessible(page, 'checkout-summary');
 
     await fillCard(page, CARDS.success);
     assert.equal(await page.getByLabel('Card number').inputValue(), '4242 4242 4242 4242');
@@ -105,6 +107,7 @@ describe('hosted checkout page in Chromium', () => {
       /Returning you to 127\.0\.0\.1/,
     );
     await screenshot(page, 'checkout-03-success');
+    await assertAccessible(page, 'checkout-success');
     await assertNoCardLeak(page, record, [CARDS.success]);
 
     await page.waitForURL(`${site.url}/return/success?order=1001`);

@@ -12,6 +12,7 @@ import {
   startTestServer,
   type TestServer,
 } from '../helpers/server.ts';
+import { assertAccessible } from './helpers/checks.ts';
 import { launchChromium, type PageRecord, screenshot, type TestBrowser } from './helpers/chromium.ts';
 
 interface Link {
@@ -78,6 +79,7 @@ describe('payment-link page in Chromium', () => {
     assert.match((await page.locator('#items').textContent()) ?? '', /Espresso beans, 1 kg × 2\$39\.80/);
     assert.equal(await page.locator('#total').textContent(), '$39.80');
     await screenshot(page, 'pay-link-01-preview');
+    await assertAccessible(page, 'pay-link-preview');
 
     await page.getByRole('button', { name: 'Continue to payment' }).click();
     assert.equal(await page.locator('#billing_first_name-error').textContent(), 'Enter your first name.');
@@ -90,6 +92,7 @@ describe('payment-link page in Chromium', () => {
     assert.match((await page.locator('#billing_country-error').textContent()) ?? '', /two-letter code/);
     assert.equal(await page.getByLabel('Email').getAttribute('aria-invalid'), 'true');
     await screenshot(page, 'pay-link-02-validation');
+    await assertAccessible(page, 'pay-link-validation');
     assert.deepEqual(startRequests(record), [], 'nothing was sent while the form was invalid');
 
     await page.getByLabel('Email').fill('ada@example.com');
