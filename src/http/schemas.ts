@@ -2,7 +2,14 @@
 // schemas (documentation only: responses are serialized with JSON.stringify, see app.ts).
 import { type TProperties, type TSchema, Type } from 'typebox';
 
-export const ErrorBody = Type.Object({ detail: Type.String() }, { $id: 'Error' });
+/** The keyword that names a schema: the OpenAPI document lists it once in components.schemas and $refs it. */
+export const SCHEMA_NAME = 'x-schema-name';
+
+/** `schema`, named in the OpenAPI document (see SCHEMA_NAME); validation ignores the keyword. */
+export const Named = <T extends TSchema>(name: string, schema: T): T =>
+  Object.assign(schema, { [SCHEMA_NAME]: name });
+
+export const ErrorBody = Named('Error', Type.Object({ detail: Type.String() }, { $id: 'Error' }));
 
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const Url = Type.String({ format: 'uri', maxLength: 2048 });

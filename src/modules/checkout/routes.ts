@@ -34,7 +34,12 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
     '/checkout/create/',
     {
       preValidation: requireKey(['checkout:create']),
-      schema: { body: CreateCheckoutBody, response: { 201: CheckoutCreated } },
+      schema: {
+        operationId: 'createCheckoutSession',
+        summary: 'Create a hosted checkout session',
+        body: CreateCheckoutBody,
+        response: { 201: CheckoutCreated },
+      },
     },
     async (request, reply) => {
       const key = apiKeyOf(request);
@@ -64,6 +69,8 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         { scopes: syncScopes, keyOptional: true },
       ),
       schema: {
+        operationId: 'syncCheckoutStatus',
+        summary: "Ask the provider for a checkout's outcome",
         body: SyncStatusBody,
         response: { 200: SyncStatusResult },
         description:

@@ -29,6 +29,8 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
     {
       preValidation: requireKey(['payments:read']),
       schema: {
+        operationId: 'listTransactions',
+        summary: 'List payments',
         description: "The organization's payments in the key's environment, newest first.",
         querystring: TransactionListQuery,
         response: { 200: TransactionPage },
@@ -41,7 +43,12 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
     '/transactions/:id/',
     {
       preValidation: requireKey(['payments:read']),
-      schema: { params: PaymentIdParam, response: { 200: Payment } },
+      schema: {
+        operationId: 'getTransaction',
+        summary: 'Get a payment',
+        params: PaymentIdParam,
+        response: { 200: Payment },
+      },
     },
     async (request) =>
       getPaymentForKey(ctx, apiKeyOf(request).organizationId, environment, request.params.id),

@@ -1,10 +1,10 @@
 // The dashboard's payment list query, and the response schemas of the payment endpoints: the interface's Payment and DepositAttempt objects, and the
 // dashboard's view of a payment. They document the API; the e2e suite checks every response against them.
 import { Type } from 'typebox';
-import { Currency, Environment, Money, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import { Currency, Environment, Money, Named, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
 import { PAYMENT_STATUSES } from './table.ts';
 
-export const PaymentStatus = Type.Enum(PAYMENT_STATUSES);
+export const PaymentStatus = Named('PaymentStatus', Type.Enum(PAYMENT_STATUSES));
 
 const depositAttemptFields = {
   status: Type.String({ description: 'For example succeeded, requires_payment_method, failed.' }),
@@ -15,7 +15,10 @@ const depositAttemptFields = {
 };
 
 /** One card attempt synced from the provider. */
-export const DepositAttempt = Shape(depositAttemptFields, 'One card attempt synced from the provider.');
+export const DepositAttempt = Named(
+  'DepositAttempt',
+  Shape(depositAttemptFields, 'One card attempt synced from the provider.'),
+);
 
 /** The hosted page's view of an attempt: the interface's fields plus the card's brand and last 4. */
 export const HostedAttempt = Shape({
@@ -48,7 +51,10 @@ const paymentFields = {
 };
 
 /** GET /transactions/{id}/ */
-export const Payment = Shape(paymentFields, 'A payment with the history of its card attempts.');
+export const Payment = Named(
+  'Payment',
+  Shape(paymentFields, 'A payment with the history of its card attempts.'),
+);
 
 /** The dashboard's payment: the API's object, the checkout it came from, its environment and refunds. */
 export const DashboardPayment = Shape(
@@ -104,7 +110,7 @@ export const TransactionListQuery = Type.Object({
   page_size: text('Default 20, at most 100.'),
 });
 
-export const TransactionPage = Page(Payment, 'A page of payments, newest first.');
+export const TransactionPage = Named('PaymentPage', Page(Payment, 'A page of payments, newest first.'));
 
 export const ProviderWebhookReceived = Shape({
   received: Type.Literal(true),

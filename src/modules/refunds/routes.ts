@@ -45,7 +45,13 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
     '/transactions/:id/refund/',
     {
       preValidation: requireKey(WRITE),
-      schema: { params: RefundIdParam, body: ApiRefundBody, response: { 200: RefundCreated } },
+      schema: {
+        operationId: 'createRefund',
+        summary: 'Refund a payment, in full or in part',
+        params: RefundIdParam,
+        body: ApiRefundBody,
+        response: { 200: RefundCreated },
+      },
     },
     async (request) => {
       const principal = request.principal;
@@ -74,7 +80,12 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
     '/refunds/',
     {
       preValidation: requireKey(READ),
-      schema: { querystring: RefundListQuery, response: { 200: RefundPage } },
+      schema: {
+        operationId: 'listRefunds',
+        summary: 'List refunds',
+        querystring: RefundListQuery,
+        response: { 200: RefundPage },
+      },
     },
     async (request) => {
       const principal = request.principal;
@@ -85,7 +96,15 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
 
   app.get(
     '/refunds/:id/',
-    { preValidation: requireKey(READ), schema: { params: RefundIdParam, response: { 200: Refund } } },
+    {
+      preValidation: requireKey(READ),
+      schema: {
+        operationId: 'getRefund',
+        summary: 'Get a refund',
+        params: RefundIdParam,
+        response: { 200: Refund },
+      },
+    },
     async (request) => {
       const principal = request.principal;
       if (principal?.kind !== 'api_key') throw new NotFoundError('Refund not found.');
