@@ -12,7 +12,10 @@ interface Operation {
   operationId?: string;
   summary?: string;
   description?: string;
-  parameters?: { $ref?: string; name?: string; in?: string }[];
+  parameters?: { $ref?: string; name?: string; in?: string; schema?: Record<string, unknown> }[];
+  requestBody?: {
+    content: Record<string, { schema: { properties: Record<string, Record<string, unknown>> } }>;
+  };
   security?: Record<string, string[]>[];
   responses: Record<
     string,
@@ -227,6 +230,22 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     }
     const idempotent = byRoute.get('POST /api/checkout/create/')?.parameters?.map((p) => p.$ref);
     assert.ok(idempotent?.includes('#/components/parameters/Idempotency-Key'));
+  });
+
+  test('request fields the handlers check by hand are documented with their precise types', () => {
+    const byRoute = new Map(operations(document));
+    const query = (route: string, name: string) =>
+      byRoute.get(route)?.parameters?.find((parameter) => parameter.name === name)?.schema;
+    assert.equal(query('GET /api/transactions/', 'page')?.type, 'integer');
+    assert.equal(query('GET /api/transactions/', 'created_after')?.format, 'date-time');
+    assert.deepEqual(query('GET /api/refunds/', 'status'), { $ref: '#/components/schemas/RefundStatus' });
+    assert.ok(Array.isArray(query('GET /api/payments/', 'ordering')?.enum));
+    const body = (route: string) =>
+      byRoute.get(route)?.requestBody?.content['application/json'].schema.properties ?? {};
+    const products = body('POST /api/checkout/create/').products.items as { oneOf?: unknown[] };
+    assert.equal(products.oneOf?.length, 2);
+    assert.ok(body('POST /api/checkout/create/').sandbox_simulate.anyOf);
+    assert.ok(body('POST /api/transactions/{id}/refund/').amount.anyOf);
   });
 
   test('/docs answers with the interactive documentation as HTML', async () => {

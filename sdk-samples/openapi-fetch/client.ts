@@ -40,7 +40,7 @@ export async function listTransactions(client: KassaClient): Promise<Payment[]> 
   const payments: Payment[] = [];
   for (let page = 1; ; page += 1) {
     const { data, error } = await client.GET('/api/transactions/', {
-      params: { query: { page: String(page) } },
+      params: { query: { page } },
     });
     if (error) throw new Error(`transactions: ${error.detail}`);
     payments.push(...data.results);

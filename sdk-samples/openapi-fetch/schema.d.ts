@@ -1509,6 +1509,8 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /** @enum {unknown} */
+        RefundStatus: "pending" | "processing" | "completed" | "failed" | "rejected";
         /** @description A refund. */
         Refund: {
             /** @description Public refund ID (RF…). */
@@ -1524,8 +1526,7 @@ export interface components {
             amount_in_cents: number | null;
             amount_usd: string | null;
             reason: string;
-            /** @enum {unknown} */
-            status: "pending" | "processing" | "completed" | "failed" | "rejected";
+            status: components["schemas"]["RefundStatus"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1544,8 +1545,7 @@ export interface components {
             id: string;
             /** @description Public ID (TX…) of the refunded payment. */
             transaction: string;
-            /** @enum {unknown} */
-            status: "pending" | "processing" | "completed" | "failed" | "rejected";
+            status: components["schemas"]["RefundStatus"];
             /** @description Internal refund ID. */
             refund_id: number;
             /** @description Public refund ID without the RF prefix. */
@@ -1588,6 +1588,20 @@ export interface components {
             transaction_id: string | null;
             payment_status: components["schemas"]["PaymentStatus"] | null;
             redirect_url: string | null;
+        };
+        /** @description A product of the catalog, at its catalog price. */
+        CatalogItem: {
+            id: string;
+            /** @description Default 1. */
+            quantity?: number;
+        };
+        /** @description A product named and priced in the request. */
+        AdHocItem: {
+            name: string;
+            /** @description In the checkout currency, at most two decimals. */
+            unit_price: number | string;
+            /** @description Default 1. */
+            quantity?: number;
         };
         /** @description One card attempt synced from the provider. */
         DepositAttempt: {
@@ -4553,21 +4567,21 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description pending, processing, completed, failed or rejected. */
-                status?: unknown;
+                status?: components["schemas"]["RefundStatus"];
                 /** @description ISO 8601 date-time: created on or after. */
-                created_at__gte?: unknown;
+                created_at__gte?: string;
                 /** @description ISO 8601 date-time: created on or before. */
-                created_at__lte?: unknown;
+                created_at__lte?: string;
                 /** @description Matches the payment or refund public id, or the reason (case-insensitive). */
                 search?: unknown;
                 /** @description created_at, amount or status; prefix - for descending (default -created_at). */
-                ordering?: unknown;
+                ordering?: "created_at" | "amount" | "status" | "-created_at" | "-amount" | "-status";
                 /** @description From 1. */
-                page?: unknown;
+                page?: number;
                 /** @description Default 20, at most 100. */
-                page_size?: unknown;
+                page_size?: number;
                 /** @description production (default) or sandbox. */
-                environment?: unknown;
+                environment?: "production" | "sandbox";
             };
             header?: never;
             path?: never;
@@ -4699,19 +4713,19 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description pending, processing, completed, failed or rejected. */
-                status?: unknown;
+                status?: components["schemas"]["RefundStatus"];
                 /** @description ISO 8601 date-time: created on or after. */
-                created_at__gte?: unknown;
+                created_at__gte?: string;
                 /** @description ISO 8601 date-time: created on or before. */
-                created_at__lte?: unknown;
+                created_at__lte?: string;
                 /** @description Matches the payment or refund public id, or the reason (case-insensitive). */
                 search?: unknown;
                 /** @description created_at, amount or status; prefix - for descending (default -created_at). */
-                ordering?: unknown;
+                ordering?: "created_at" | "amount" | "status" | "-created_at" | "-amount" | "-status";
                 /** @description From 1. */
-                page?: unknown;
+                page?: number;
                 /** @description Default 20, at most 100. */
-                page_size?: unknown;
+                page_size?: number;
             };
             header?: never;
             path?: never;
@@ -4791,7 +4805,8 @@ export interface operations {
                 "application/json": {
                     transaction_id: string | number;
                     reason: string;
-                    amount?: unknown;
+                    /** @description In the charge currency, greater than 0, at most two decimals ("12.50" or 12.5); the whole refundable remainder when omitted or null. */
+                    amount?: string | number | null;
                     verification_code: string;
                 };
             };
@@ -7208,11 +7223,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description production (default) or sandbox. */
-                environment?: string;
+                environment?: "production" | "sandbox";
                 /** @description A payment status. */
-                status?: string;
+                status?: components["schemas"]["PaymentStatus"];
                 /** @description USD or EUR. */
-                currency?: string;
+                currency?: "USD" | "EUR";
                 /** @description ISO 8601: created on or after. */
                 created_at__gte?: string;
                 /** @description ISO 8601: created on or before. */
@@ -7220,11 +7235,11 @@ export interface operations {
                 /** @description Matches the payment or checkout id, the payer email, or a card's last 4 digits. */
                 search?: string;
                 /** @description created_at, amount or status; prefix - for descending (default -created_at). */
-                ordering?: string;
+                ordering?: "created_at" | "amount" | "status" | "-created_at" | "-amount" | "-status";
                 /** @description From 1. */
-                page?: string;
+                page?: number;
                 /** @description Default 20, at most 100. */
-                page_size?: string;
+                page_size?: number;
             };
             header?: never;
             path?: never;
@@ -8116,7 +8131,8 @@ export interface operations {
             content: {
                 "application/json": {
                     reason: string;
-                    amount?: unknown;
+                    /** @description In the charge currency, greater than 0, at most two decimals ("12.50" or 12.5); the whole refundable remainder when omitted or null. */
+                    amount?: string | number | null;
                 };
             };
         };
@@ -8304,13 +8320,8 @@ export interface operations {
                     cancelUrl?: string | null;
                     /** @enum {unknown} */
                     currency?: "USD" | "EUR";
-                    products: {
-                        id?: string;
-                        name?: string;
-                        unit_price?: number | string;
-                        quantity?: number;
-                    }[];
-                    sandbox_simulate?: string | null;
+                    products: (components["schemas"]["CatalogItem"] | components["schemas"]["AdHocItem"])[];
+                    sandbox_simulate?: ("payment_failed" | "checkout_canceled" | "canceled" | "success_pending_deposit" | "checkout_pending") | null;
                     metadata?: {
                         [key: string]: string;
                     } | null;
@@ -8480,7 +8491,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description A payment status. */
-                status?: string;
+                status?: components["schemas"]["PaymentStatus"];
                 /** @description The checkout id (CO…) the payment came from. */
                 order_id?: string;
                 /** @description The checkout's client_reference_id. */
@@ -8490,9 +8501,9 @@ export interface operations {
                 /** @description ISO 8601: created strictly before. */
                 created_before?: string;
                 /** @description From 1. */
-                page?: string;
+                page?: number;
                 /** @description Default 20, at most 100. */
-                page_size?: string;
+                page_size?: number;
             };
             header?: never;
             path?: never;

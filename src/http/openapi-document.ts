@@ -2,7 +2,7 @@
 // moved to components.schemas and $ref'd, the error statuses each operation can answer (with the
 // {detail} body and, for 429, the rate-limit headers), the Idempotency-Key header, and the webhooks.
 import { WEBHOOK_EVENTS, WEBHOOK_HEADERS } from '../modules/webhooks/event-schemas.ts';
-import { ErrorBody, SCHEMA_NAME } from './schemas.ts';
+import { DOCUMENTED, type DocumentedFields, ErrorBody, SCHEMA_NAME } from './schemas.ts';
 
 type Json = Record<string, unknown>;
 interface Operation extends Json {
@@ -57,6 +57,26 @@ function errorResponses(path: string, method: string, operation: Operation): Rec
   }
   responses['4XX'] = json('Any other client error: {"detail": "..."}.');
   return responses;
+}
+
+/** Puts the precise types of `documented` fields (see DOCUMENTED) in place of the validation's. */
+function applyDocumented(operation: Operation): void {
+  const fields = operation[DOCUMENTED] as DocumentedFields | undefined;
+  delete operation[DOCUMENTED];
+  if (!fields) return;
+  const precise = JSON.parse(JSON.stringify(fields)) as Record<'query' | 'body', Json | undefined>;
+  for (const parameter of operation.parameters ?? []) {
+    const schema = parameter.in === 'query' ? precise.query?.[String(parameter.name)] : undefined;
+    if (schema) parameter.schema = schema;
+  }
+  const body = (operation.requestBody as { content?: Record<string, { schema?: Json }> } | undefined)
+    ?.content?.['application/json']?.schema;
+  const properties = body?.properties as Json | undefined;
+  for (const [name, schema] of Object.entries(precise.body ?? {})) {
+    if (!properties?.[name])
+      throw new Error(`x-documented names a body field ${name} the route does not take`);
+    properties[name] = schema;
+  }
 }
 
 /** Replaces every schema that carries SCHEMA_NAME with a $ref to its single copy in `schemas`. */
@@ -120,6 +140,7 @@ export function completeDocument(built: { openapiObject: unknown } | { swaggerOb
   const document = built.openapiObject as OpenApiObject;
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
+      applyDocumented(operation);
       const documented = operation.responses ?? {};
       delete documented['4XX'];
       operation.responses = { ...documented, ...errorResponses(path, method, operation) };

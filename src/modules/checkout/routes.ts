@@ -15,6 +15,7 @@ import { countUnknownToken, limitPublicCaller } from './rate-limit.ts';
 import {
   CheckoutCreated,
   CreateCheckoutBody,
+  CreateCheckoutDocumented,
   HostedCheckout,
   PayBody,
   PayResult,
@@ -38,6 +39,7 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         operationId: 'createCheckoutSession',
         summary: 'Create a hosted checkout session',
         body: CreateCheckoutBody,
+        ...CreateCheckoutDocumented,
         response: { 201: CheckoutCreated },
       },
     },

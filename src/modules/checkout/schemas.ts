@@ -1,6 +1,18 @@
 // Request and response bodies of checkout creation, the hosted step and sync-status.
 import { type Static, Type } from 'typebox';
-import { Currency, Email, Environment, Money, Named, Nullable, Shape, Url } from '../../http/schemas.ts';
+import {
+  Currency,
+  DecimalString,
+  documented,
+  Email,
+  Environment,
+  Money,
+  Named,
+  Nullable,
+  Shape,
+  Url,
+} from '../../http/schemas.ts';
+import { SIMULATE_VALUES } from '../../provider/simulator/script.ts';
 import { HostedAttempt, PaymentStatus } from '../payments/schemas.ts';
 
 const OptionalOrNull = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) =>
@@ -199,3 +211,34 @@ export const HostedCheckout = Shape(
   },
   'The checkout as the hosted page shows it.',
 );
+
+/** The precise types of what checkout creation checks by hand (input.ts), for the document. */
+const quantity = Type.Integer({ minimum: 1, description: 'Default 1.' });
+const CatalogItem = Named(
+  'CatalogItem',
+  Type.Object(
+    { id: Type.String({ minLength: 1, maxLength: 64 }), quantity: Type.Optional(quantity) },
+    { additionalProperties: false, description: 'A product of the catalog, at its catalog price.' },
+  ),
+);
+const AdHocItem = Named(
+  'AdHocItem',
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 200 }),
+      unit_price: Type.Union([Type.Number({ exclusiveMinimum: 0 }), DecimalString], {
+        description: 'In the checkout currency, at most two decimals.',
+      }),
+      quantity: Type.Optional(quantity),
+    },
+    { additionalProperties: false, description: 'A product named and priced in the request.' },
+  ),
+);
+export const CreateCheckoutDocumented = documented({
+  body: {
+    products: Type.Array(Type.Unsafe({ oneOf: [CatalogItem, AdHocItem] }), { minItems: 1, maxItems: 100 }),
+    sandbox_simulate: Nullable(
+      Type.Enum([...SIMULATE_VALUES], { description: 'Sandbox keys only: the outcome to simulate.' }),
+    ),
+  },
+});

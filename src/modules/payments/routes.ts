@@ -12,9 +12,11 @@ import { limitProviderWebhook, verifyProviderWebhook } from './provider-webhook-
 import {
   DashboardPayment,
   Payment,
+  PaymentListDocumented,
   PaymentListQuery,
   PaymentPage,
   ProviderWebhookReceived,
+  TransactionListDocumented,
   TransactionListQuery,
   TransactionPage,
 } from './schemas.ts';
@@ -33,6 +35,7 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
         summary: 'List payments',
         description: "The organization's payments in the key's environment, newest first.",
         querystring: TransactionListQuery,
+        ...TransactionListDocumented,
         response: { 200: TransactionPage },
       },
     },
@@ -60,7 +63,7 @@ export async function paymentSessionRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     '/payments/',
-    { schema: { querystring: PaymentListQuery, response: { 200: PaymentPage } } },
+    { schema: { querystring: PaymentListQuery, ...PaymentListDocumented, response: { 200: PaymentPage } } },
     async (request) => listPayments(ctx, sessionOf(request).organizationId, request),
   );
 

@@ -1,7 +1,21 @@
 // The dashboard's payment list query, and the response schemas of the payment endpoints: the interface's Payment and DepositAttempt objects, and the
 // dashboard's view of a payment. They document the API; the e2e suite checks every response against them.
 import { Type } from 'typebox';
-import { Currency, Environment, Money, Named, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import {
+  CreatedRangeParams,
+  Currency,
+  DateTimeParam,
+  documented,
+  Environment,
+  Money,
+  Named,
+  Nullable,
+  Ordering,
+  Page,
+  PageParams,
+  Shape,
+  Timestamp,
+} from '../../http/schemas.ts';
 import { PAYMENT_STATUSES } from './table.ts';
 
 export const PaymentStatus = Named('PaymentStatus', Type.Enum(PAYMENT_STATUSES));
@@ -116,4 +130,24 @@ export const ProviderWebhookReceived = Shape({
   received: Type.Literal(true),
   payments: Type.Integer({ description: 'Payments re-read from the provider.' }),
   refunds: Type.Integer({ description: 'Refunds re-read from the provider.' }),
+});
+
+/** The precise types of the list parameters parseListQuery checks by hand, for the document. */
+export const PaymentListDocumented = documented({
+  query: {
+    environment: Environment,
+    status: PaymentStatus,
+    currency: Currency,
+    ...CreatedRangeParams,
+    ordering: Ordering(['created_at', 'amount', 'status']),
+    ...PageParams,
+  },
+});
+export const TransactionListDocumented = documented({
+  query: {
+    status: PaymentStatus,
+    created_after: DateTimeParam('Created strictly after.'),
+    created_before: DateTimeParam('Created strictly before.'),
+    ...PageParams,
+  },
 });

@@ -14,12 +14,15 @@ import { listRefunds, presentRefund } from './list.ts';
 import {
   ApiRefundBody,
   DashboardRefundBody,
+  DashboardRefundListDocumented,
   DashboardRefundListQuery,
   parseReason,
   parseRefundAmount,
   Refund,
+  RefundBodyDocumented,
   RefundCreated,
   RefundIdParam,
+  RefundListDocumented,
   RefundListQuery,
   RefundPage,
   VerificationCodeSent,
@@ -50,6 +53,7 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
         summary: 'Refund a payment, in full or in part',
         params: RefundIdParam,
         body: ApiRefundBody,
+        ...RefundBodyDocumented,
         response: { 200: RefundCreated },
       },
     },
@@ -84,6 +88,7 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
         operationId: 'listRefunds',
         summary: 'List refunds',
         querystring: RefundListQuery,
+        ...RefundListDocumented,
         response: { 200: RefundPage },
       },
     },
@@ -135,7 +140,11 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     '/organization/refunds/',
     {
       preValidation: requireSession,
-      schema: { querystring: DashboardRefundListQuery, response: { 200: RefundPage } },
+      schema: {
+        querystring: DashboardRefundListQuery,
+        ...DashboardRefundListDocumented,
+        response: { 200: RefundPage },
+      },
     },
     async (request) => {
       const environment =
@@ -169,7 +178,7 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     {
       onRequest: refuseApiKeys,
       preValidation: requireSession,
-      schema: { body: DashboardRefundBody, response: { 200: RefundCreated } },
+      schema: { body: DashboardRefundBody, ...RefundBodyDocumented, response: { 200: RefundCreated } },
     },
     async (request) => {
       const principal = sessionOf(request);

@@ -1,7 +1,21 @@
 // Request and response bodies of the refund endpoints, and the field checks TypeBox cannot phrase well.
 import { Type } from 'typebox';
 import { ValidationError } from '../../http/errors.ts';
-import { Currency, Money, Named, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import {
+  CreatedRangeParams,
+  Currency,
+  DecimalString,
+  documented,
+  Environment,
+  Money,
+  Named,
+  Nullable,
+  Ordering,
+  Page,
+  PageParams,
+  Shape,
+  Timestamp,
+} from '../../http/schemas.ts';
 import { MoneyFormatError, parseAmount } from '../../lib/money.ts';
 
 export const REASON_MAX = 500;
@@ -39,7 +53,10 @@ export const DashboardRefundListQuery = Type.Object({
   environment: QueryParam('production (default) or sandbox.'),
 });
 
-const RefundStatus = Type.Enum(['pending', 'processing', 'completed', 'failed', 'rejected']);
+const RefundStatus = Named(
+  'RefundStatus',
+  Type.Enum(['pending', 'processing', 'completed', 'failed', 'rejected']),
+);
 
 /** The interface's Refund object (GET /refunds/, GET /refunds/{id}/). */
 export const Refund = Named(
@@ -113,3 +130,21 @@ export function parseRefundAmount(value: unknown): bigint | null {
   if (value === undefined || value === null) return null;
   return parsePositiveAmount('amount', value);
 }
+
+/** The precise types of what the refund handlers check by hand (the amount, the list parameters). */
+const RefundAmount = Type.Union([DecimalString, Type.Number({ exclusiveMinimum: 0 }), Type.Null()], {
+  description:
+    'In the charge currency, greater than 0, at most two decimals ("12.50" or 12.5); ' +
+    'the whole refundable remainder when omitted or null.',
+});
+export const RefundBodyDocumented = documented({ body: { amount: RefundAmount } });
+const refundListDocumented = {
+  status: RefundStatus,
+  ...CreatedRangeParams,
+  ordering: Ordering(['created_at', 'amount', 'status']),
+  ...PageParams,
+};
+export const RefundListDocumented = documented({ query: refundListDocumented });
+export const DashboardRefundListDocumented = documented({
+  query: { ...refundListDocumented, environment: Environment },
+});
