@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document at /api/openapi.json, generated from the route schemas (the docs site's
-// API reference at /docs/api renders it). Security, scopes and the error body are added to each route here,
-// from how the route authenticates, so no route repeats them.
+// API reference at /docs/api renders it). Security, scopes, tags, an operationId and a summary are added to
+// each route here, from how the route authenticates, so no route repeats them; openapi-document.ts then
+// adds the error responses, the named component schemas and the webhooks to the built document.
 import swagger from '@fastify/swagger';
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { requireRule } from '../modules/members/permissions.ts';
