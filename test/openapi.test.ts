@@ -5,16 +5,30 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { SUMMARIES } from '../src/http/openapi-summaries.ts';
 import { DB_KIND, startTestServer, type TestServer } from './helpers/server.ts';
 
 interface Operation {
+  operationId?: string;
+  summary?: string;
   description?: string;
+  parameters?: { $ref?: string; name?: string; in?: string; schema?: Record<string, unknown> }[];
+  requestBody?: {
+    content: Record<string, { schema: { properties: Record<string, Record<string, unknown>> } }>;
+  };
   security?: Record<string, string[]>[];
-  responses: Record<string, { content?: Record<string, { schema?: Record<string, unknown> }> }>;
+  responses: Record<
+    string,
+    { headers?: Record<string, unknown>; content?: Record<string, { schema?: Record<string, unknown> }> }
+  >;
 }
 interface Document {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
+  servers?: { url: string }[];
+  webhooks?: Record<string, Record<string, Operation>>;
+  info: { license?: { name: string }; contact?: unknown };
+  components: { schemas?: Record<string, Record<string, unknown>> };
 }
 
 /** Method and path ("GET /api/products/{id}/") of every route in app.printRoutes(), HEAD left out. */
@@ -42,6 +56,14 @@ function operations(document: Document): [string, Operation][] {
       operation,
     ]),
   );
+}
+
+/** A schema, or the component schema its $ref names. */
+function resolve(document: Document, schema: Record<string, unknown> | undefined) {
+  const ref = schema?.$ref;
+  return typeof ref === 'string'
+    ? document.components.schemas?.[ref.replace('#/components/schemas/', '')]
+    : schema;
 }
 
 describe(`the OpenAPI document (${DB_KIND})`, () => {
@@ -112,7 +134,7 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
 
   test('every operation documents the {detail} error body and a success response', () => {
     for (const [route, operation] of operations(document)) {
-      const schema = operation.responses['4XX']?.content?.['application/json']?.schema;
+      const schema = resolve(document, operation.responses['4XX']?.content?.['application/json']?.schema);
       assert.ok(schema, `${route} has no 4XX response`);
       assert.deepEqual(schema.required, ['detail'], route);
       assert.deepEqual(schema.properties, { detail: { type: 'string' } }, route);
@@ -126,6 +148,104 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
       const notes = (operation.description ?? '').match(/Sandbox keys use the same path/g) ?? [];
       assert.ok(notes.length <= 1, `${route}: ${operation.description}`);
     }
+  });
+
+  test('every operation has a unique operationId and a summary; the API-key ones are named by hand', () => {
+    const ids = operations(document).map(([route, operation]) => {
+      assert.ok(operation.summary?.trim(), `${route} has no summary`);
+      assert.ok(operation.operationId, `${route} has no operationId`);
+      return operation.operationId;
+    });
+    assert.equal(new Set(ids).size, ids.length, 'operationIds repeat');
+    for (const id of ['createCheckoutSession', 'syncCheckoutStatus', 'listTransactions', 'getTransaction']) {
+      assert.ok(ids.includes(id), id);
+    }
+    for (const id of ['createRefund', 'listRefunds', 'getRefund']) assert.ok(ids.includes(id), id);
+  });
+
+  test('every entry of the summary table names a route that exists', () => {
+    const documented = new Set(operations(document).map(([route]) => route));
+    for (const key of Object.keys(SUMMARIES)) {
+      const route = `${key.replace(/:(\w+)/g, '{$1}')}`;
+      assert.ok(documented.has(route), `SUMMARIES has ${key}, which is not a route`);
+    }
+  });
+
+  test('named schemas are components, referenced from the operations', () => {
+    const names = Object.keys(document.components.schemas ?? {});
+    for (const name of ['Payment', 'PaymentPage', 'Refund', 'RefundPage', 'CheckoutSession', 'Error']) {
+      assert.ok(names.includes(name), `components.schemas has no ${name}`);
+    }
+    const byRoute = new Map(operations(document));
+    const ok = (route: string, status: string) =>
+      byRoute.get(route)?.responses[status]?.content?.['application/json']?.schema?.$ref;
+    assert.equal(ok('GET /api/transactions/{id}/', '200'), '#/components/schemas/Payment');
+    assert.equal(ok('POST /api/checkout/create/', '201'), '#/components/schemas/CheckoutSession');
+  });
+
+  test('servers, license, contact, and the two webhook signature schemes on the four events', () => {
+    assert.deepEqual(
+      document.servers?.map((server) => server.url),
+      ['{origin}', '{origin}/sandbox'],
+    );
+    assert.equal(document.info.license?.name, 'MIT');
+    assert.ok(document.info.contact);
+    const events = Object.keys(document.webhooks ?? {}).sort();
+    assert.deepEqual(events, [
+      'payout.status_changed',
+      'refund.status_changed',
+      'transaction.status_changed',
+      'webhook.test',
+    ]);
+    for (const event of events) {
+      const headers = (document.webhooks?.[event].post.parameters ?? []).map((p) => p.$ref?.split('/').pop());
+      for (const name of ['X-Webhook-Signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+        assert.ok(headers.includes(name), `${event} lacks ${name}`);
+      }
+    }
+  });
+
+  test('errors are explicit: 401/403 on authenticated operations, 429 with its headers where limited', () => {
+    const byRoute = new Map(operations(document));
+    const keyRoutes = [
+      'POST /api/checkout/create/',
+      'GET /api/transactions/',
+      'POST /api/transactions/{id}/refund/',
+    ];
+    for (const route of [...keyRoutes, 'POST /api/auth/login/']) {
+      const limited = byRoute.get(route)?.responses['429'];
+      assert.ok(limited, `${route} documents no 429`);
+      assert.deepEqual(Object.keys(limited.headers ?? {}).sort(), [
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'Retry-After',
+      ]);
+    }
+    for (const route of [...keyRoutes, 'GET /api/organization/']) {
+      for (const status of ['400', '401', '403']) {
+        const schema = byRoute.get(route)?.responses[status]?.content?.['application/json']?.schema;
+        assert.deepEqual(schema, { $ref: '#/components/schemas/Error' }, `${route} ${status}`);
+      }
+    }
+    const idempotent = byRoute.get('POST /api/checkout/create/')?.parameters?.map((p) => p.$ref);
+    assert.ok(idempotent?.includes('#/components/parameters/Idempotency-Key'));
+  });
+
+  test('request fields the handlers check by hand are documented with their precise types', () => {
+    const byRoute = new Map(operations(document));
+    const query = (route: string, name: string) =>
+      byRoute.get(route)?.parameters?.find((parameter) => parameter.name === name)?.schema;
+    assert.equal(query('GET /api/transactions/', 'page')?.type, 'integer');
+    assert.equal(query('GET /api/transactions/', 'created_after')?.format, 'date-time');
+    assert.deepEqual(query('GET /api/refunds/', 'status'), { $ref: '#/components/schemas/RefundStatus' });
+    assert.ok(Array.isArray(query('GET /api/payments/', 'ordering')?.enum));
+    const body = (route: string) =>
+      byRoute.get(route)?.requestBody?.content['application/json'].schema.properties ?? {};
+    const products = body('POST /api/checkout/create/').products.items as { oneOf?: unknown[] };
+    assert.equal(products.oneOf?.length, 2);
+    assert.ok(body('POST /api/checkout/create/').sandbox_simulate.anyOf);
+    assert.ok(body('POST /api/transactions/{id}/refund/').amount.anyOf);
   });
 
   test('/docs answers with the interactive documentation as HTML', async () => {

@@ -1,11 +1,13 @@
 // The OpenAPI 3.1 document at /api/openapi.json, generated from the route schemas (the docs site's
-// API reference at /docs/api renders it). Security, scopes and the error body are added to each route here,
-// from how the route authenticates, so no route repeats them.
+// API reference at /docs/api renders it). Security, scopes, tags, an operationId and a summary are added to
+// each route here, from how the route authenticates, so no route repeats them; openapi-document.ts then
+// adds the error responses, the named component schemas and the webhooks to the built document.
 import swagger from '@fastify/swagger';
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { requireRule } from '../modules/members/permissions.ts';
 import { PERMISSIONS } from '../modules/members/roles.ts';
-import { ErrorBody } from './schemas.ts';
+import { completeDocument } from './openapi-document.ts';
+import { SUMMARIES } from './openapi-summaries.ts';
 import type { App } from './types.ts';
 
 const PUBLIC_PATHS = [
@@ -50,6 +52,7 @@ function document(route: RouteOptions): void {
     schema.hide = true;
     return;
   }
+  name(route, schema);
   const keyAuth = apiKeyHandler(route);
   if (keyAuth?.scopes) {
     const scopes = keyAuth.scopes;
@@ -62,6 +65,7 @@ function document(route: RouteOptions): void {
   } else if (PUBLIC_PATHS.some((pattern) => pattern.test(route.url))) {
     schema.security = [];
     schema.tags ??= ['Public'];
+    schema.description = [schema.description, 'No credentials needed.'].filter(Boolean).join(' ');
   } else {
     schema.security = [{ SessionToken: [] }, { SessionCookie: [] }];
     schema.tags ??= ['Dashboard session'];
@@ -73,19 +77,74 @@ function document(route: RouteOptions): void {
     const note = `Permission: ${rule.permission} (roles: ${roles}).${rule.recent ? ' Needs a login or POST /api/auth/confirm/ within the last 10 minutes; otherwise 403 with reauth_required.' : ''}`;
     schema.description = [schema.description, note].filter(Boolean).join(' ');
   }
-  const response = (schema.response ?? {}) as Record<string, unknown>;
-  response['4XX'] ??= { ...ErrorBody, description: 'Error: {"detail": "..."}' };
-  schema.response = response;
+}
+
+const VERBS: Record<string, string> = {
+  GET: 'get',
+  POST: 'post',
+  PUT: 'put',
+  PATCH: 'update',
+  DELETE: 'delete',
+};
+
+/** A readable default for a route without its own: `getProductsById` for GET /api/products/:id/. */
+function operationIdFor(method: string, url: string): string {
+  const words = url
+    .split('/')
+    .filter((segment) => segment && segment !== 'api')
+    .map((segment) => (segment.startsWith(':') ? `by-${segment.slice(1)}` : segment))
+    .flatMap((segment) => segment.split(/[-_]/))
+    .map((word) => word[0].toUpperCase() + word.slice(1));
+  return (VERBS[method] ?? method.toLowerCase()) + words.join('');
+}
+
+/** The route's own summary, else the one in SUMMARIES, else the first sentence of its description. */
+function summaryFor(method: string, url: string, description: unknown): string | undefined {
+  return (
+    SUMMARIES[`${method} ${url}`] ??
+    (typeof description === 'string' ? /^[^.;]+/.exec(description)?.[0] : undefined)
+  );
+}
+
+function name(route: RouteOptions, schema: Record<string, unknown>): void {
+  const method = String(route.method);
+  schema.operationId ??= operationIdFor(method, route.url);
+  schema.summary ??= summaryFor(method, route.url, schema.description);
 }
 
 export async function registerOpenApi(app: App): Promise<void> {
   app.addHook('onRoute', (route) => document(route as RouteOptions));
   await app.register(swagger, {
+    transformObject: completeDocument,
     openapi: {
       openapi: '3.1.0',
+      servers: [
+        {
+          url: '{origin}',
+          description: 'Production: production API keys and dashboard sessions.',
+          variables: { origin: { default: 'http://localhost:3000', description: 'KASSA_PUBLIC_URL' } },
+        },
+        {
+          url: '{origin}/sandbox',
+          description: 'Sandbox: sandbox API keys, for the API-key operations only.',
+          variables: { origin: { default: 'http://localhost:3000', description: 'KASSA_PUBLIC_URL' } },
+        },
+      ],
+      tags: [
+        { name: 'API key', description: 'Server-to-server calls with an API key.' },
+        { name: 'Public', description: 'No credentials: hosted pages, login, receivers.' },
+        { name: 'Dashboard session', description: 'The dashboard, with a session token or cookie.' },
+        { name: 'Webhooks', description: 'The webhook endpoint and its deliveries.' },
+        { name: 'Webhook events', description: 'What Kassa POSTs to your endpoint.' },
+        { name: 'Exports', description: 'CSV downloads for the dashboard.' },
+        { name: 'Development', description: 'The development mailbox (no SMTP configured).' },
+      ],
       info: {
         title: 'Kassa API',
         version: '1.1.0',
+        license: { name: 'MIT', identifier: 'MIT' },
+        // Self-hosted: whoever runs the instance answers for it; the guides are at /docs on it.
+        contact: { name: 'The operator of this Kassa instance' },
         description:
           'Hosted checkout, payments, refunds and the merchant dashboard API. Errors are always {"detail": "..."}. ' +
           'API-key endpoints also answer under /sandbox/api/ for sandbox keys.',

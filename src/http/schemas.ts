@@ -2,7 +2,42 @@
 // schemas (documentation only: responses are serialized with JSON.stringify, see app.ts).
 import { type TProperties, type TSchema, Type } from 'typebox';
 
-export const ErrorBody = Type.Object({ detail: Type.String() }, { $id: 'Error' });
+/** The keyword that names a schema: the OpenAPI document lists it once in components.schemas and $refs it. */
+export const SCHEMA_NAME = 'x-schema-name';
+
+/** `schema`, named in the OpenAPI document (see SCHEMA_NAME); validation ignores the keyword. */
+export const Named = <T extends TSchema>(name: string, schema: T): T =>
+  Object.assign(schema, { [SCHEMA_NAME]: name });
+
+/**
+ * Route-schema keyword for fields a handler checks itself, so that a bad value keeps the interface's
+ * message: their precise types, for the OpenAPI document only (openapi-document.ts puts them in place
+ * of the lenient ones; Ajv never sees them).
+ */
+export const DOCUMENTED = 'x-documented';
+export interface DocumentedFields {
+  query?: TProperties;
+  body?: TProperties;
+}
+export const documented = (fields: DocumentedFields): Record<string, unknown> => ({ [DOCUMENTED]: fields });
+
+/** Documented list parameters (see `documented`): page numbers and an ordering over `fields`. */
+export const PageParams = {
+  page: Type.Integer({ minimum: 1, description: 'From 1.' }),
+  page_size: Type.Integer({ minimum: 1, maximum: 100, description: 'Default 20, at most 100.' }),
+};
+export const Ordering = (fields: readonly string[]) =>
+  Type.Enum([...fields, ...fields.map((field) => `-${field}`)], {
+    description: `${fields.join(', ')}; prefix - for descending (default -created_at).`,
+  });
+export const DateTimeParam = (description: string) => Type.String({ format: 'date-time', description });
+/** The dashboard lists' created_at__gte / created_at__lte. */
+export const CreatedRangeParams = {
+  created_at__gte: DateTimeParam('Created on or after.'),
+  created_at__lte: DateTimeParam('Created on or before.'),
+};
+
+export const ErrorBody = Named('Error', Type.Object({ detail: Type.String() }, { $id: 'Error' }));
 
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const Url = Type.String({ format: 'uri', maxLength: 2048 });

@@ -15,6 +15,7 @@ import { countUnknownToken, limitPublicCaller } from './rate-limit.ts';
 import {
   CheckoutCreated,
   CreateCheckoutBody,
+  CreateCheckoutDocumented,
   HostedCheckout,
   PayBody,
   PayResult,
@@ -34,7 +35,13 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
     '/checkout/create/',
     {
       preValidation: requireKey(['checkout:create']),
-      schema: { body: CreateCheckoutBody, response: { 201: CheckoutCreated } },
+      schema: {
+        operationId: 'createCheckoutSession',
+        summary: 'Create a hosted checkout session',
+        body: CreateCheckoutBody,
+        ...CreateCheckoutDocumented,
+        response: { 201: CheckoutCreated },
+      },
     },
     async (request, reply) => {
       const key = apiKeyOf(request);
@@ -64,6 +71,8 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         { scopes: syncScopes, keyOptional: true },
       ),
       schema: {
+        operationId: 'syncCheckoutStatus',
+        summary: "Ask the provider for a checkout's outcome",
         body: SyncStatusBody,
         response: { 200: SyncStatusResult },
         description:

@@ -1,6 +1,18 @@
 // Request and response bodies of checkout creation, the hosted step and sync-status.
 import { type Static, Type } from 'typebox';
-import { Currency, Email, Environment, Money, Nullable, Shape, Url } from '../../http/schemas.ts';
+import {
+  Currency,
+  DecimalString,
+  documented,
+  Email,
+  Environment,
+  Money,
+  Named,
+  Nullable,
+  Shape,
+  Url,
+} from '../../http/schemas.ts';
+import { SIMULATE_VALUES } from '../../provider/simulator/script.ts';
 import { HostedAttempt, PaymentStatus } from '../payments/schemas.ts';
 
 const OptionalOrNull = <T extends Parameters<typeof Type.Optional>[0]>(schema: T) =>
@@ -74,15 +86,18 @@ export const SyncStatusBody = Type.Object({
 export const TokenParam = Type.Object({ token: Type.String() });
 
 /** The checkout session of the interface (201 from /checkout/create/ and a payment link's start). */
-export const CheckoutCreated = Shape(
-  {
-    checkout_id: Type.String({ description: 'Same value as order_id: match webhooks with it.' }),
-    order_id: Type.String(),
-    checkout_url: Type.String({ format: 'uri', description: 'Send the customer here.' }),
-    token: Type.String(),
-    expires_at: Type.Integer({ description: 'Unix time in seconds.' }),
-  },
-  'A hosted checkout session.',
+export const CheckoutCreated = Named(
+  'CheckoutSession',
+  Shape(
+    {
+      checkout_id: Type.String({ description: 'Same value as order_id: match webhooks with it.' }),
+      order_id: Type.String(),
+      checkout_url: Type.String({ format: 'uri', description: 'Send the customer here.' }),
+      token: Type.String(),
+      expires_at: Type.Integer({ description: 'Unix time in seconds.' }),
+    },
+    'A hosted checkout session.',
+  ),
 );
 export type CheckoutCreatedBody = Static<typeof CheckoutCreated>;
 
@@ -90,16 +105,19 @@ const SyncStatusValue = Type.Enum(['SUCCESS', 'FAILED', 'CANCELED', 'CHECKOUT_PE
 const RedirectUrl = Nullable(Type.String({ description: 'Where the hosted page sends the customer now.' }));
 
 /** POST /checkout/sync-status/ and POST /checkout/{token}/cancel/. */
-export const SyncStatusResult = Shape(
-  {
-    checkout_id: Type.String(),
-    order_id: Type.String(),
-    status: SyncStatusValue,
-    transaction_id: Nullable(Type.String()),
-    payment_status: Nullable(PaymentStatus),
-    redirect_url: RedirectUrl,
-  },
-  "The checkout's outcome.",
+export const SyncStatusResult = Named(
+  'CheckoutStatus',
+  Shape(
+    {
+      checkout_id: Type.String(),
+      order_id: Type.String(),
+      status: SyncStatusValue,
+      transaction_id: Nullable(Type.String()),
+      payment_status: Nullable(PaymentStatus),
+      redirect_url: RedirectUrl,
+    },
+    "The checkout's outcome.",
+  ),
 );
 
 /** What the customer must do before the attempt can finish: the simulator's 3-D Secure step, or Stripe.js's. */
@@ -193,3 +211,34 @@ export const HostedCheckout = Shape(
   },
   'The checkout as the hosted page shows it.',
 );
+
+/** The precise types of what checkout creation checks by hand (input.ts), for the document. */
+const quantity = Type.Integer({ minimum: 1, description: 'Default 1.' });
+const CatalogItem = Named(
+  'CatalogItem',
+  Type.Object(
+    { id: Type.String({ minLength: 1, maxLength: 64 }), quantity: Type.Optional(quantity) },
+    { additionalProperties: false, description: 'A product of the catalog, at its catalog price.' },
+  ),
+);
+const AdHocItem = Named(
+  'AdHocItem',
+  Type.Object(
+    {
+      name: Type.String({ minLength: 1, maxLength: 200 }),
+      unit_price: Type.Union([Type.Number({ exclusiveMinimum: 0 }), DecimalString], {
+        description: 'In the checkout currency, at most two decimals.',
+      }),
+      quantity: Type.Optional(quantity),
+    },
+    { additionalProperties: false, description: 'A product named and priced in the request.' },
+  ),
+);
+export const CreateCheckoutDocumented = documented({
+  body: {
+    products: Type.Array(Type.Unsafe({ oneOf: [CatalogItem, AdHocItem] }), { minItems: 1, maxItems: 100 }),
+    sandbox_simulate: Nullable(
+      Type.Enum([...SIMULATE_VALUES], { description: 'Sandbox keys only: the outcome to simulate.' }),
+    ),
+  },
+});

@@ -12,9 +12,11 @@ import { limitProviderWebhook, verifyProviderWebhook } from './provider-webhook-
 import {
   DashboardPayment,
   Payment,
+  PaymentListDocumented,
   PaymentListQuery,
   PaymentPage,
   ProviderWebhookReceived,
+  TransactionListDocumented,
   TransactionListQuery,
   TransactionPage,
 } from './schemas.ts';
@@ -29,8 +31,11 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
     {
       preValidation: requireKey(['payments:read']),
       schema: {
+        operationId: 'listTransactions',
+        summary: 'List payments',
         description: "The organization's payments in the key's environment, newest first.",
         querystring: TransactionListQuery,
+        ...TransactionListDocumented,
         response: { 200: TransactionPage },
       },
     },
@@ -41,7 +46,12 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
     '/transactions/:id/',
     {
       preValidation: requireKey(['payments:read']),
-      schema: { params: PaymentIdParam, response: { 200: Payment } },
+      schema: {
+        operationId: 'getTransaction',
+        summary: 'Get a payment',
+        params: PaymentIdParam,
+        response: { 200: Payment },
+      },
     },
     async (request) =>
       getPaymentForKey(ctx, apiKeyOf(request).organizationId, environment, request.params.id),
@@ -53,7 +63,7 @@ export async function paymentSessionRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     '/payments/',
-    { schema: { querystring: PaymentListQuery, response: { 200: PaymentPage } } },
+    { schema: { querystring: PaymentListQuery, ...PaymentListDocumented, response: { 200: PaymentPage } } },
     async (request) => listPayments(ctx, sessionOf(request).organizationId, request),
   );
 

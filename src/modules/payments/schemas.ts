@@ -1,10 +1,24 @@
 // The dashboard's payment list query, and the response schemas of the payment endpoints: the interface's Payment and DepositAttempt objects, and the
 // dashboard's view of a payment. They document the API; the e2e suite checks every response against them.
 import { Type } from 'typebox';
-import { Currency, Environment, Money, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import {
+  CreatedRangeParams,
+  Currency,
+  DateTimeParam,
+  documented,
+  Environment,
+  Money,
+  Named,
+  Nullable,
+  Ordering,
+  Page,
+  PageParams,
+  Shape,
+  Timestamp,
+} from '../../http/schemas.ts';
 import { PAYMENT_STATUSES } from './table.ts';
 
-export const PaymentStatus = Type.Enum(PAYMENT_STATUSES);
+export const PaymentStatus = Named('PaymentStatus', Type.Enum(PAYMENT_STATUSES));
 
 const depositAttemptFields = {
   status: Type.String({ description: 'For example succeeded, requires_payment_method, failed.' }),
@@ -15,7 +29,10 @@ const depositAttemptFields = {
 };
 
 /** One card attempt synced from the provider. */
-export const DepositAttempt = Shape(depositAttemptFields, 'One card attempt synced from the provider.');
+export const DepositAttempt = Named(
+  'DepositAttempt',
+  Shape(depositAttemptFields, 'One card attempt synced from the provider.'),
+);
 
 /** The hosted page's view of an attempt: the interface's fields plus the card's brand and last 4. */
 export const HostedAttempt = Shape({
@@ -48,7 +65,10 @@ const paymentFields = {
 };
 
 /** GET /transactions/{id}/ */
-export const Payment = Shape(paymentFields, 'A payment with the history of its card attempts.');
+export const Payment = Named(
+  'Payment',
+  Shape(paymentFields, 'A payment with the history of its card attempts.'),
+);
 
 /** The dashboard's payment: the API's object, the checkout it came from, its environment and refunds. */
 export const DashboardPayment = Shape(
@@ -104,10 +124,30 @@ export const TransactionListQuery = Type.Object({
   page_size: text('Default 20, at most 100.'),
 });
 
-export const TransactionPage = Page(Payment, 'A page of payments, newest first.');
+export const TransactionPage = Named('PaymentPage', Page(Payment, 'A page of payments, newest first.'));
 
 export const ProviderWebhookReceived = Shape({
   received: Type.Literal(true),
   payments: Type.Integer({ description: 'Payments re-read from the provider.' }),
   refunds: Type.Integer({ description: 'Refunds re-read from the provider.' }),
+});
+
+/** The precise types of the list parameters parseListQuery checks by hand, for the document. */
+export const PaymentListDocumented = documented({
+  query: {
+    environment: Environment,
+    status: PaymentStatus,
+    currency: Currency,
+    ...CreatedRangeParams,
+    ordering: Ordering(['created_at', 'amount', 'status']),
+    ...PageParams,
+  },
+});
+export const TransactionListDocumented = documented({
+  query: {
+    status: PaymentStatus,
+    created_after: DateTimeParam('Created strictly after.'),
+    created_before: DateTimeParam('Created strictly before.'),
+    ...PageParams,
+  },
 });

@@ -14,12 +14,15 @@ import { listRefunds, presentRefund } from './list.ts';
 import {
   ApiRefundBody,
   DashboardRefundBody,
+  DashboardRefundListDocumented,
   DashboardRefundListQuery,
   parseReason,
   parseRefundAmount,
   Refund,
+  RefundBodyDocumented,
   RefundCreated,
   RefundIdParam,
+  RefundListDocumented,
   RefundListQuery,
   RefundPage,
   VerificationCodeSent,
@@ -45,7 +48,14 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
     '/transactions/:id/refund/',
     {
       preValidation: requireKey(WRITE),
-      schema: { params: RefundIdParam, body: ApiRefundBody, response: { 200: RefundCreated } },
+      schema: {
+        operationId: 'createRefund',
+        summary: 'Refund a payment, in full or in part',
+        params: RefundIdParam,
+        body: ApiRefundBody,
+        ...RefundBodyDocumented,
+        response: { 200: RefundCreated },
+      },
     },
     async (request) => {
       const principal = request.principal;
@@ -74,7 +84,13 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
     '/refunds/',
     {
       preValidation: requireKey(READ),
-      schema: { querystring: RefundListQuery, response: { 200: RefundPage } },
+      schema: {
+        operationId: 'listRefunds',
+        summary: 'List refunds',
+        querystring: RefundListQuery,
+        ...RefundListDocumented,
+        response: { 200: RefundPage },
+      },
     },
     async (request) => {
       const principal = request.principal;
@@ -85,7 +101,15 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
 
   app.get(
     '/refunds/:id/',
-    { preValidation: requireKey(READ), schema: { params: RefundIdParam, response: { 200: Refund } } },
+    {
+      preValidation: requireKey(READ),
+      schema: {
+        operationId: 'getRefund',
+        summary: 'Get a refund',
+        params: RefundIdParam,
+        response: { 200: Refund },
+      },
+    },
     async (request) => {
       const principal = request.principal;
       if (principal?.kind !== 'api_key') throw new NotFoundError('Refund not found.');
@@ -116,7 +140,11 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     '/organization/refunds/',
     {
       preValidation: requireSession,
-      schema: { querystring: DashboardRefundListQuery, response: { 200: RefundPage } },
+      schema: {
+        querystring: DashboardRefundListQuery,
+        ...DashboardRefundListDocumented,
+        response: { 200: RefundPage },
+      },
     },
     async (request) => {
       const environment =
@@ -150,7 +178,7 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     {
       onRequest: refuseApiKeys,
       preValidation: requireSession,
-      schema: { body: DashboardRefundBody, response: { 200: RefundCreated } },
+      schema: { body: DashboardRefundBody, ...RefundBodyDocumented, response: { 200: RefundCreated } },
     },
     async (request) => {
       const principal = sessionOf(request);

@@ -1,7 +1,21 @@
 // Request and response bodies of the refund endpoints, and the field checks TypeBox cannot phrase well.
 import { Type } from 'typebox';
 import { ValidationError } from '../../http/errors.ts';
-import { Currency, Money, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import {
+  CreatedRangeParams,
+  Currency,
+  DecimalString,
+  documented,
+  Environment,
+  Money,
+  Named,
+  Nullable,
+  Ordering,
+  Page,
+  PageParams,
+  Shape,
+  Timestamp,
+} from '../../http/schemas.ts';
 import { MoneyFormatError, parseAmount } from '../../lib/money.ts';
 
 export const REASON_MAX = 500;
@@ -39,42 +53,51 @@ export const DashboardRefundListQuery = Type.Object({
   environment: QueryParam('production (default) or sandbox.'),
 });
 
-const RefundStatus = Type.Enum(['pending', 'processing', 'completed', 'failed', 'rejected']);
-
-/** The interface's Refund object (GET /refunds/, GET /refunds/{id}/). */
-export const Refund = Shape(
-  {
-    id: Type.String({ description: 'Public refund ID (RF…).' }),
-    transaction_id: Type.String({ description: 'Public ID of the refunded payment.' }),
-    amount: { ...Money, description: 'In the charge currency, TTC.' },
-    currency: Currency,
-    amount_in_cents: Nullable(Type.Integer({ description: 'Sent to the provider, HT basis.' })),
-    amount_usd: Nullable({ ...Money, description: 'Merchant wallet hold in USD.' }),
-    reason: Type.String(),
-    status: RefundStatus,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-  },
-  'A refund.',
+const RefundStatus = Named(
+  'RefundStatus',
+  Type.Enum(['pending', 'processing', 'completed', 'failed', 'rejected']),
 );
 
-export const RefundPage = Page(Refund, 'A page of refunds, newest first by default.');
+/** The interface's Refund object (GET /refunds/, GET /refunds/{id}/). */
+export const Refund = Named(
+  'Refund',
+  Shape(
+    {
+      id: Type.String({ description: 'Public refund ID (RF…).' }),
+      transaction_id: Type.String({ description: 'Public ID of the refunded payment.' }),
+      amount: { ...Money, description: 'In the charge currency, TTC.' },
+      currency: Currency,
+      amount_in_cents: Nullable(Type.Integer({ description: 'Sent to the provider, HT basis.' })),
+      amount_usd: Nullable({ ...Money, description: 'Merchant wallet hold in USD.' }),
+      reason: Type.String(),
+      status: RefundStatus,
+      created_at: Timestamp,
+      updated_at: Timestamp,
+    },
+    'A refund.',
+  ),
+);
+
+export const RefundPage = Named('RefundPage', Page(Refund, 'A page of refunds, newest first by default.'));
 
 /** The creation response: integer ids and the public id without its RF prefix, as the interface shows. */
-export const RefundCreated = Shape(
-  {
-    id: Type.String({ description: 'Public refund ID (RF…), as GET /refunds/ and the webhooks show it.' }),
-    transaction: Type.String({ description: 'Public ID (TX…) of the refunded payment.' }),
-    status: RefundStatus,
-    refund_id: Type.Integer({ description: 'Internal refund ID.' }),
-    refund_public_id: Type.String({ description: 'Public refund ID without the RF prefix.' }),
-    transaction_id: Type.Integer({ description: 'Internal payment ID.' }),
-    amount: Money,
-    currency: Currency,
-    amount_usd: { ...Money, description: 'Merchant wallet hold in USD.' },
-    amount_in_cents: Type.Integer({ description: 'Sent to the provider, HT basis.' }),
-  },
-  'The refund request was accepted: processing, or failed at once.',
+export const RefundCreated = Named(
+  'RefundCreated',
+  Shape(
+    {
+      id: Type.String({ description: 'Public refund ID (RF…), as GET /refunds/ and the webhooks show it.' }),
+      transaction: Type.String({ description: 'Public ID (TX…) of the refunded payment.' }),
+      status: RefundStatus,
+      refund_id: Type.Integer({ description: 'Internal refund ID.' }),
+      refund_public_id: Type.String({ description: 'Public refund ID without the RF prefix.' }),
+      transaction_id: Type.Integer({ description: 'Internal payment ID.' }),
+      amount: Money,
+      currency: Currency,
+      amount_usd: { ...Money, description: 'Merchant wallet hold in USD.' },
+      amount_in_cents: Type.Integer({ description: 'Sent to the provider, HT basis.' }),
+    },
+    'The refund request was accepted: processing, or failed at once.',
+  ),
 );
 
 export const VerificationCodeSent = Shape({ detail: Type.String(), expires_at: Timestamp });
@@ -107,3 +130,21 @@ export function parseRefundAmount(value: unknown): bigint | null {
   if (value === undefined || value === null) return null;
   return parsePositiveAmount('amount', value);
 }
+
+/** The precise types of what the refund handlers check by hand (the amount, the list parameters). */
+const RefundAmount = Type.Union([DecimalString, Type.Number({ exclusiveMinimum: 0 }), Type.Null()], {
+  description:
+    'In the charge currency, greater than 0, at most two decimals ("12.50" or 12.5); ' +
+    'the whole refundable remainder when omitted or null.',
+});
+export const RefundBodyDocumented = documented({ body: { amount: RefundAmount } });
+const refundListDocumented = {
+  status: RefundStatus,
+  ...CreatedRangeParams,
+  ordering: Ordering(['created_at', 'amount', 'status']),
+  ...PageParams,
+};
+export const RefundListDocumented = documented({ query: refundListDocumented });
+export const DashboardRefundListDocumented = documented({
+  query: { ...refundListDocumented, environment: Environment },
+});

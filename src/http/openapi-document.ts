@@ -1,0 +1,168 @@
+// What the OpenAPI document gets after @fastify/swagger built it from the route schemas: named schemas
+// moved to components.schemas and $ref'd, the error statuses each operation can answer (with the
+// {detail} body and, for 429, the rate-limit headers), the Idempotency-Key header, and the webhooks.
+import { WEBHOOK_EVENTS, WEBHOOK_HEADERS } from '../modules/webhooks/event-schemas.ts';
+import { DOCUMENTED, type DocumentedFields, ErrorBody, SCHEMA_NAME } from './schemas.ts';
+
+type Json = Record<string, unknown>;
+interface Operation extends Json {
+  security?: Record<string, string[]>[];
+  parameters?: Json[];
+  requestBody?: unknown;
+  responses: Record<string, unknown>;
+}
+export interface OpenApiObject extends Json {
+  paths: Record<string, Record<string, Operation>>;
+  components: Json & { schemas?: Record<string, unknown> };
+}
+
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+const { $id: _id, [SCHEMA_NAME]: _name, ...ERROR_SCHEMA } = JSON.parse(JSON.stringify(ErrorBody)) as Json;
+const json = (description: string, headers?: Json) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema: ERROR_REF } },
+});
+
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': { description: 'Requests allowed in the window.', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Requests left in the window.', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
+};
+const headerRefs = (names: string[]) =>
+  Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+
+/** Session routes with a limit of their own (refund verification codes, the events long-poll). */
+const LIMITED_SESSION_PATHS = [/^\/api\/refunds\//, /^\/api\/organization\/events\//];
+
+/** Which errors an operation can answer, from how it authenticates and what it takes. */
+function errorResponses(path: string, method: string, operation: Operation): Record<string, unknown> {
+  const security = operation.security ?? [];
+  const apiKey = security.some((requirement) => 'ApiKey' in requirement);
+  const isPublic = security.length === 0;
+  const responses: Record<string, unknown> = {
+    400: json('The request is invalid: the detail names the field.'),
+  };
+  if (!isPublic) {
+    responses[401] = json('No credentials, or invalid ones.');
+    responses[403] = json(apiKey ? 'The key lacks the scope.' : 'The role lacks the permission.');
+  }
+  if (path.includes('{')) responses[404] = json('Not found in this organization.');
+  if (apiKey && method === 'post') responses[409] = json('The Idempotency-Key is still in use.');
+  if (apiKey || isPublic || LIMITED_SESSION_PATHS.some((pattern) => pattern.test(path))) {
+    responses[429] = json('Rate limited: retry after Retry-After seconds.', {
+      'Retry-After': { $ref: '#/components/headers/Retry-After' },
+      ...headerRefs(Object.keys(RATE_LIMIT_HEADERS)),
+    });
+  }
+  responses['4XX'] = json('Any other client error: {"detail": "..."}.');
+  return responses;
+}
+
+/** Puts the precise types of `documented` fields (see DOCUMENTED) in place of the validation's. */
+function applyDocumented(operation: Operation): void {
+  const fields = operation[DOCUMENTED] as DocumentedFields | undefined;
+  delete operation[DOCUMENTED];
+  if (!fields) return;
+  const precise = JSON.parse(JSON.stringify(fields)) as Record<'query' | 'body', Json | undefined>;
+  for (const parameter of operation.parameters ?? []) {
+    const schema = parameter.in === 'query' ? precise.query?.[String(parameter.name)] : undefined;
+    if (schema) parameter.schema = schema;
+  }
+  const body = (operation.requestBody as { content?: Record<string, { schema?: Json }> } | undefined)
+    ?.content?.['application/json']?.schema;
+  const properties = body?.properties as Json | undefined;
+  for (const [name, schema] of Object.entries(precise.body ?? {})) {
+    if (!properties?.[name])
+      throw new Error(`x-documented names a body field ${name} the route does not take`);
+    properties[name] = schema;
+  }
+}
+
+/** Replaces every schema that carries SCHEMA_NAME with a $ref to its single copy in `schemas`. */
+function hoist(value: unknown, schemas: Record<string, unknown>): unknown {
+  if (Array.isArray(value)) return value.map((item) => hoist(item, schemas));
+  if (value === null || typeof value !== 'object') return value;
+  const { [SCHEMA_NAME]: name, ...rest } = value as Json;
+  const inner = Object.fromEntries(Object.entries(rest).map(([key, item]) => [key, hoist(item, schemas)]));
+  if (typeof name !== 'string') return inner;
+  const known = schemas[name];
+  if (known !== undefined && JSON.stringify(known) !== JSON.stringify(inner)) {
+    throw new Error(`Two different schemas are named ${name} in the OpenAPI document.`);
+  }
+  schemas[name] = inner;
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Any string of 1 to 255 characters: a retry with the same key and body replays the first answer.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+
+const webhookHeaders = Object.fromEntries(
+  Object.entries(WEBHOOK_HEADERS).map(([name, description]) => [
+    name,
+    { in: 'header', name, required: true, description, schema: { type: 'string' } },
+  ]),
+);
+
+function webhooks(): Json {
+  return Object.fromEntries(
+    Object.entries(WEBHOOK_EVENTS).map(([event, schema]) => [
+      event,
+      {
+        post: {
+          operationId: `webhook_${event.replace('.', '_')}`,
+          summary: `The ${event} event`,
+          description: 'POSTed to the endpoint set in the dashboard; verify a signature over the raw body.',
+          tags: ['Webhook events'],
+          security: [],
+          parameters: Object.keys(WEBHOOK_HEADERS).map((name) => ({
+            $ref: `#/components/parameters/${name}`,
+          })),
+          requestBody: { required: true, content: { 'application/json': { schema } } },
+          responses: {
+            200: { description: 'Any 2xx acknowledges the delivery; anything else is retried.' },
+          },
+        },
+      },
+    ]),
+  );
+}
+
+/** The transformObject of @fastify/swagger: runs once per document build. */
+export function completeDocument(built: { openapiObject: unknown } | { swaggerObject: unknown }): Json {
+  if (!('openapiObject' in built)) throw new Error('Kassa documents OpenAPI 3.1 only');
+  const document = built.openapiObject as OpenApiObject;
+  for (const [path, methods] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      applyDocumented(operation);
+      const documented = operation.responses ?? {};
+      delete documented['4XX'];
+      operation.responses = { ...documented, ...errorResponses(path, method, operation) };
+      if (method === 'post' && operation.security?.some((requirement) => 'ApiKey' in requirement)) {
+        operation.parameters = [
+          ...(operation.parameters ?? []),
+          { $ref: '#/components/parameters/Idempotency-Key' },
+        ];
+      }
+    }
+  }
+  document.webhooks = webhooks();
+  const schemas: Record<string, unknown> = {};
+  const hoisted = hoist({ ...document, components: {} }, schemas) as OpenApiObject;
+  hoisted.components = {
+    ...document.components,
+    schemas: { ...schemas, Error: ERROR_SCHEMA },
+    headers: {
+      'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
+      ...RATE_LIMIT_HEADERS,
+    },
+    parameters: { 'Idempotency-Key': IDEMPOTENCY_KEY, ...webhookHeaders },
+  };
+  return hoisted;
+}
