@@ -3,7 +3,7 @@
 // prints it for each database, and this file runs it alone:
 //
 //   node --disable-warning=ExperimentalWarning bench/idle.ts
-//   KASSA_BENCH_IDLE_SECONDS (default 10)   length of the measurement (after 2 s of settling)
+//   KASSA_BENCH_IDLE_SECONDS (default 20)   length of the measurement (after 2 s of settling)
 //   KASSA_BENCH_DATABASE_URL / KASSA_BENCH_DATABASES as for bench/run.ts
 import { type Child, cpuSeconds, sleep, stop } from './processes.ts';
 import {
@@ -14,7 +14,7 @@ import {
   startServe,
 } from './service.ts';
 
-export const IDLE_SECONDS = Number(process.env.KASSA_BENCH_IDLE_SECONDS) || 10;
+export const IDLE_SECONDS = Number(process.env.KASSA_BENCH_IDLE_SECONDS) || 20;
 
 /** The service's CPU over `seconds` of no traffic, in ms per second (null if /proc cannot be read). */
 export async function idleCpuMsPerS(service: Child, seconds = IDLE_SECONDS): Promise<number | null> {
