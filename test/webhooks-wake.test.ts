@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Child, startNode, stop, waitFor } from '../bench/processes.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
+import { WARM_FOR_MS } from '../src/modules/webhooks/worker.ts';
 import {
   createTestMerchant,
   type Merchant,
@@ -17,6 +18,8 @@ import { type Receiver, setEndpoint, startReceiver } from './webhooks-helpers.ts
 /** Far longer than any bound below: a delivery within the bound cannot come from the poll. */
 const SAFETY_POLL_MS = '30000';
 const PROMPT_MS = 2000;
+/** The retry (±10 % jitter) falls due after the warm poll that follows the first attempt has ended. */
+const RETRY_MS = WARM_FOR_MS + 1000;
 
 /** Commits one event for the merchant (as a business transaction would) and returns its subject. */
 async function commitEvent(server: TestServer, merchant: Merchant, n: number): Promise<string> {
@@ -36,10 +39,13 @@ async function commitEvent(server: TestServer, merchant: Merchant, n: number): P
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Each event, committed after the worker has gone to sleep, arrives within PROMPT_MS of its commit. */
+/**
+ * Each event, committed after the worker has gone back to its safety poll (past the warm poll that
+ * follows work), arrives within PROMPT_MS of its commit.
+ */
 async function assertPrompt(server: TestServer, receiver: Receiver, merchant: Merchant) {
-  for (let n = 1; n <= 3; n++) {
-    await sleep(300);
+  for (let n = 1; n <= 2; n++) {
+    await sleep(WARM_FOR_MS + 300);
     const committedAt = Date.now();
     const subject = await commitEvent(server, merchant, n);
     const [arrived] = await receiver.waitFor(1, 10_000, (request) => request.text.includes(subject));
@@ -70,7 +76,7 @@ describe('the webhook worker wakes on work', () => {
 
   test('a retry is sent when it falls due, not at the next safety poll', async () => {
     const server = await startTestServer({
-      env: { KASSA_WORKER_POLL_MS: SAFETY_POLL_MS, KASSA_WEBHOOK_RETRY_SCHEDULE_MS: '700' },
+      env: { KASSA_WORKER_POLL_MS: SAFETY_POLL_MS, KASSA_WEBHOOK_RETRY_SCHEDULE_MS: String(RETRY_MS) },
     });
     try {
       const merchant = await createTestMerchant(server);
@@ -85,11 +91,11 @@ describe('the webhook worker wakes on work', () => {
         }
         return previous(request, index);
       };
-      await sleep(300);
+      await sleep(WARM_FOR_MS + 300);
       await commitEvent(server, merchant, 1);
       const [one, two] = await receiver.waitFor(2, 10_000, (request) => request.path === path);
       const gap = two.at - one.at;
-      assert.ok(gap >= 650 && gap < 700 + PROMPT_MS, `retried after ${gap} ms`);
+      assert.ok(gap >= RETRY_MS * 0.9 - 50 && gap < RETRY_MS * 1.1 + PROMPT_MS, `retried after ${gap} ms`);
     } finally {
       await server.close();
     }

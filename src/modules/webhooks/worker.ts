@@ -31,6 +31,13 @@ const MIN_CLAIM = 64;
 const ROOM_WAIT_MS = 500;
 const FLUSH_BATCH = 500;
 const FLUSH_DELAY_MS = 10;
+/**
+ * For this long after a round that found work, the idle loop polls every WARM_POLL_MS instead of the
+ * safety poll: commits it is not told about (another process's on SQLite, a NOTIFY lost while LISTEN
+ * reconnects) keep a steady stream's latency low, and an idle service is back to the safety poll soon.
+ */
+export const WARM_FOR_MS = 2000;
+const WARM_POLL_MS = 10;
 /** A lease outlives the attempt's timeout; a crashed worker's deliveries are retried after it ends. */
 export const LEASE_MARGIN_MS = 5000;
 
@@ -53,6 +60,8 @@ export class DeliveryWorker {
   private wakeOnRoom: (() => void) | null = null;
   /** When the earliest unleased pending delivery falls due, as the last idle round read it (ms). */
   private nextDueAt: number | null = null;
+  /** When a round last found work (Date.now()). */
+  private lastWorkAt = Number.NEGATIVE_INFINITY;
   /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
   wakeLoop: (inMs?: number) => void = () => {};
 
@@ -103,15 +112,17 @@ export class DeliveryWorker {
       started += due.claimed.length;
       this.nextDueAt = due.nextDueAt === null ? null : Date.parse(due.nextDueAt);
     }
+    if (started > 0) this.lastWorkAt = Date.now();
     return started;
   }
 
   /**
-   * How long the loop may sleep after a round that found nothing: the safety poll, or less if a known
-   * retry falls due sooner (a millisecond late rather than early, so that round finds it due).
+   * How long the loop may sleep after a round that found nothing: the safety poll (or the warm poll just
+   * after work), or less if a known retry falls due sooner (a millisecond late rather than early, so that round finds it due).
    */
   idleMs(): number {
-    const poll = this.ctx.config.workerPollMs;
+    const warm = Date.now() - this.lastWorkAt < WARM_FOR_MS;
+    const poll = warm ? Math.min(WARM_POLL_MS, this.ctx.config.workerPollMs) : this.ctx.config.workerPollMs;
     if (this.nextDueAt === null) return poll;
     return Math.min(poll, Math.max(1, this.nextDueAt - this.ctx.clock().getTime() + 1));
   }
