@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { type DbHandle, openDatabase } from '../src/db/connection.ts';
 import { autocannon, summarize } from './autocannon.ts';
+import { IDLE_SECONDS, idleCpuMsPerS } from './idle.ts';
 import {
   type Child,
   cpuSeconds,
@@ -73,6 +74,8 @@ interface Row extends ScenarioResult {
 interface ServiceRun {
   database: DatabaseKind;
   idleRssMB: number | null;
+  /** CPU used with no traffic (mostly the worker's polling), ms per second: see bench/idle.ts. */
+  idleCpuMsPerS?: number | null;
   /** The highest of the scenarios' peaks: the service's peak resident memory under load. */
   peakRssMB: number | null;
   /** VmHWM after setup: includes the login's scrypt spike. */
@@ -163,6 +166,8 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
     bench = openDatabase(loadConfig(database.env).database);
     await sleep(2000);
     run.idleRssMB = procMemoryMB(service.process.pid, 'VmRSS');
+    log(`  ${kind.padEnd(8)} idle CPU over ${IDLE_SECONDS} s …`);
+    run.idleCpuMsPerS = await idleCpuMsPerS(service);
     // Setting up logged in once: a scrypt hash (N = 2^17, r = 8) holds 128 MiB for a moment. That
     // spike is a login's, not the load's; each scenario's peak is measured on its own below.
     run.setupPeakRssMB = procMemoryMB(service.process.pid, 'VmHWM');
@@ -281,7 +286,7 @@ function printTable(rows: Row[], runs: ServiceRun[]): void {
     if (run.skipped) console.log(`${run.database}: skipped — ${run.skipped}`);
     else
       console.log(
-        `${run.database}: idle RSS ${format(run.idleRssMB)} MB, peak RSS under load ${format(run.peakRssMB)} MB, ` +
+        `${run.database}: idle RSS ${format(run.idleRssMB)} MB, idle CPU ${format(run.idleCpuMsPerS ?? null, 1)} ms/s, peak RSS under load ${format(run.peakRssMB)} MB, ` +
           `peak during setup ${format(run.setupPeakRssMB ?? null)} MB (a login's scrypt)` +
           (run.error ? ` — FAILED: ${run.error.split('\n')[0]}` : ''),
       );

@@ -258,7 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     simRefundDelayMs: int(env, 'KASSA_SIM_REFUND_DELAY_MS', 3000),
     syncIntervalMs: int(env, 'KASSA_SYNC_INTERVAL_MS', 1000, 10),
     workerEnabled: bool(env, 'KASSA_WORKER', true),
-    workerPollMs: int(env, 'KASSA_WORKER_POLL_MS', 200, 5),
+    workerPollMs: int(env, 'KASSA_WORKER_POLL_MS', 1000, 5),
     webhookRetryScheduleMs: schedule(env, 'KASSA_WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_RETRY_SCHEDULE_MS),
     webhookTimeoutMs: int(env, 'KASSA_WEBHOOK_TIMEOUT_MS', 10000, 1),
     idempotencyLockMs: int(env, 'KASSA_IDEMPOTENCY_LOCK_MS', 60000, 1),

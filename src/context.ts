@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Config, DatabaseKind } from './config.ts';
 import type { DbHandle } from './db/connection.ts';
 import type { Database } from './db/database.ts';
+import type { OutboxSignal } from './db/outbox-signal.ts';
 import { createMailer, type Mailer } from './mail/mailer.ts';
 import { createProviders, type Providers } from './provider/index.ts';
 
@@ -12,6 +13,8 @@ export interface AppContext {
   config: Config;
   db: Kysely<Database>;
   dbKind: DatabaseKind;
+  /** Signalled after this process commits events or deliveries (the webhook worker wakes on it). */
+  outbox: OutboxSignal;
   clock: Clock;
   providers: Providers;
   mailer: Mailer;
@@ -22,6 +25,7 @@ export function createContext(config: Config, handle: DbHandle, clock: Clock = (
     config,
     db: handle.db,
     dbKind: handle.kind,
+    outbox: handle.outbox,
     clock,
     // The provider reads the clock through the context, so a test that swaps ctx.clock moves both.
     providers: createProviders(config, handle.db, () => ctx.clock()),

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Config, DatabaseKind } from '../config.ts';
 import type { Database, Executor } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
+import { OutboxSignal, outboxChannel, signallingDialect } from './outbox-signal.ts';
 import { ensurePrivateDatabase, ensurePrivateDir } from './private-files.ts';
 import { openSqlite } from './sqlite-driver.ts';
 
@@ -14,6 +15,8 @@ pg.types.setTypeParser(20, (value) => Number(value));
 export interface DbHandle {
   db: Kysely<Database>;
   kind: DatabaseKind;
+  /** Called after each commit of this process that wrote events or deliveries: the worker's wake-up. */
+  outbox: OutboxSignal;
   close(): Promise<void>;
 }
 
@@ -22,16 +25,21 @@ export function openDatabase(config: Config['database']): DbHandle {
     ensurePrivateDir(dirname(config.file));
     ensurePrivateDatabase(config.file);
     const database = openSqlite(config.file);
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-    return { db, kind: 'sqlite', close: () => db.destroy() };
+    const outbox = new OutboxSignal();
+    const db = new Kysely<Database>({
+      dialect: signallingDialect(new SqliteDialect({ database }), outbox, null),
+    });
+    return { db, kind: 'sqlite', outbox, close: () => db.destroy() };
   }
   const pool = new pg.Pool({
     connectionString: config.url,
     max: config.poolSize,
     options: config.schema ? `-c search_path=${config.schema}` : undefined,
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, kind: 'postgres', close: () => db.destroy() };
+  const outbox = new OutboxSignal();
+  const dialect = signallingDialect(new PostgresDialect({ pool }), outbox, outboxChannel(config.schema));
+  const db = new Kysely<Database>({ dialect });
+  return { db, kind: 'postgres', outbox, close: () => db.destroy() };
 }
 
 /** Opens the database and brings it to the latest migration; `applied` names the migrations run now. */

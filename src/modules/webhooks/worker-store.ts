@@ -110,20 +110,26 @@ export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: 
   });
 }
 
-/** Leases up to `limit` pending deliveries that are due and not leased (or whose lease expired). */
-export async function claimDueDeliveries(db: Executor, lease: Lease, limit: number) {
-  const dueQuery = () =>
+/**
+ * Leases up to `limit` pending deliveries that are due and not leased (or whose lease expired). When none
+ * is due, `nextDueAt` is the time the earliest unleased pending one falls due (null: there is none).
+ */
+export async function claimDueDeliveries(
+  db: Executor,
+  lease: Lease,
+  limit: number,
+): Promise<{ claimed: ClaimedDelivery[]; nextDueAt: string | null }> {
+  const pendingQuery = () =>
     db
       .selectFrom('webhook_deliveries')
-      .select('id')
       .where('status', '=', sql.lit('pending'))
-      .where('next_attempt_at', '<=', lease.now)
       .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', lease.now)]))
-      .orderBy('next_attempt_at')
-      .limit(limit);
-  // The idle poll is a read; only when something is due does it write (and lock).
-  if (!(await dueQuery().limit(1).executeTakeFirst())) return [];
-  let due = dueQuery();
+      .orderBy('next_attempt_at');
+  // The idle poll is a read (the earliest pending row); only when something is due does it write (and lock).
+  const first = await pendingQuery().select('next_attempt_at').limit(1).executeTakeFirst();
+  if (!first) return { claimed: [], nextDueAt: null };
+  if (first.next_attempt_at > lease.now) return { claimed: [], nextDueAt: first.next_attempt_at };
+  let due = pendingQuery().select('id').where('next_attempt_at', '<=', lease.now).limit(limit);
   if (isPostgres(db)) due = due.forUpdate().skipLocked();
   const leased = await db
     .updateTable('webhook_deliveries')
@@ -131,7 +137,7 @@ export async function claimDueDeliveries(db: Executor, lease: Lease, limit: numb
     .where('id', 'in', due)
     .returning(['id'])
     .execute();
-  if (leased.length === 0) return [];
+  if (leased.length === 0) return { claimed: [], nextDueAt: null };
   const rows = await db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('events as e', 'e.id', 'd.event_id')
@@ -151,7 +157,7 @@ export async function claimDueDeliveries(db: Executor, lease: Lease, limit: numb
       leased.map((row) => row.id),
     )
     .execute();
-  return rows.map(
+  const claimed = rows.map(
     (row): ClaimedDelivery => ({
       id: row.id,
       deliveryId: row.delivery_id,
@@ -162,4 +168,5 @@ export async function claimDueDeliveries(db: Executor, lease: Lease, limit: numb
       secretEncrypted: row.secret_encrypted,
     }),
   );
+  return { claimed, nextDueAt: null };
 }

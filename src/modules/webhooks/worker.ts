@@ -31,6 +31,13 @@ const MIN_CLAIM = 64;
 const ROOM_WAIT_MS = 500;
 const FLUSH_BATCH = 500;
 const FLUSH_DELAY_MS = 10;
+/**
+ * For this long after a round that found work, the idle loop polls every WARM_POLL_MS instead of the
+ * safety poll: commits it is not told about (another process's on SQLite, a NOTIFY lost while LISTEN
+ * reconnects) keep a steady stream's latency low, and an idle service is back to the safety poll soon.
+ */
+export const WARM_FOR_MS = 2000;
+const WARM_POLL_MS = 10;
 /** A lease outlives the attempt's timeout; a crashed worker's deliveries are retried after it ends. */
 export const LEASE_MARGIN_MS = 5000;
 
@@ -51,6 +58,12 @@ export class DeliveryWorker {
   private roomWanted = 0;
   private outboxBusy = false;
   private wakeOnRoom: (() => void) | null = null;
+  /** When the earliest unleased pending delivery falls due, as the last idle round read it (ms). */
+  private nextDueAt: number | null = null;
+  /** When a round last found work (Date.now()). */
+  private lastWorkAt = Number.NEGATIVE_INFINITY;
+  /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
+  wakeLoop: (inMs?: number) => void = () => {};
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
@@ -95,10 +108,23 @@ export class DeliveryWorker {
     if (room > 0) {
       const dueLease = this.lease();
       const due = await claimDueDeliveries(this.ctx.db, dueLease, Math.min(room, CLAIM_BATCH));
-      for (const delivery of due) this.start(delivery, dueLease);
-      started += due.length;
+      for (const delivery of due.claimed) this.start(delivery, dueLease);
+      started += due.claimed.length;
+      this.nextDueAt = due.nextDueAt === null ? null : Date.parse(due.nextDueAt);
     }
+    if (started > 0) this.lastWorkAt = Date.now();
     return started;
+  }
+
+  /**
+   * How long the loop may sleep after a round that found nothing: the safety poll (or the warm poll just
+   * after work), or less if a known retry falls due sooner (a millisecond late rather than early, so that round finds it due).
+   */
+  idleMs(): number {
+    const warm = Date.now() - this.lastWorkAt < WARM_FOR_MS;
+    const poll = warm ? Math.min(WARM_POLL_MS, this.ctx.config.workerPollMs) : this.ctx.config.workerPollMs;
+    if (this.nextDueAt === null) return poll;
+    return Math.min(poll, Math.max(1, this.nextDueAt - this.ctx.clock().getTime() + 1));
   }
 
   /** Deliveries this worker could claim now: send slots plus waiting places not taken. */
@@ -255,13 +281,24 @@ export class DeliveryWorker {
     this.pending = [];
     if (batch.length === 0) return this.flushing;
     this.flushing = this.flushing.then(() =>
-      recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString()).catch(
+      recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString()).then(
+        () => this.retriesScheduled(batch),
         (error: unknown) => {
           this.failure = error;
         },
       ),
     );
     return this.flushing;
+  }
+
+  /** Wakes the loop when the earliest retry just recorded falls due (a millisecond after, see idleMs). */
+  private retriesScheduled(batch: AttemptRecord[]): void {
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const record of batch)
+      if (record.outcome.status === 'pending')
+        earliest = Math.min(earliest, Date.parse(record.outcome.nextAttemptAt));
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    this.wakeLoop(earliest - this.ctx.clock().getTime() + 1);
   }
 
   /** Lets the sends in flight finish (each is bounded by the timeout), writes their outcomes, closes. */

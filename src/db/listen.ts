@@ -1,0 +1,74 @@
+// A dedicated PostgreSQL connection that LISTENs on the outbox channel and calls `onNotify` for every
+// NOTIFY (a commit that wrote events or deliveries, in any process). If the connection drops it is
+// opened again with a growing delay; `onNotify` is also called on each (re)connection, since commits may
+// have gone unheard meanwhile (the worker's safety poll covers the gap as well).
+import pg from 'pg';
+import { outboxChannel } from './outbox-signal.ts';
+
+const FIRST_RETRY_MS = 100;
+const MAX_RETRY_MS = 10_000;
+
+export interface OutboxListener {
+  close(): Promise<void>;
+}
+
+export function listenForOutbox(
+  database: { url: string; schema: string | null },
+  onNotify: () => void,
+  onError: (error: unknown) => void = () => {},
+): OutboxListener {
+  const channel = outboxChannel(database.schema);
+  let closed = false;
+  let client: pg.Client | null = null;
+  let retryMs = FIRST_RETRY_MS;
+  let retryTimer: NodeJS.Timeout | null = null;
+
+  const retry = () => {
+    if (closed || retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      void connect();
+    }, retryMs);
+    retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+  };
+
+  const connect = async () => {
+    const current = new pg.Client({ connectionString: database.url });
+    client = current;
+    const lost = (error?: unknown) => {
+      if (client !== current) return;
+      client = null;
+      if (error !== undefined && !closed) onError(error);
+      void current.end().catch(() => {});
+      retry();
+    };
+    current.on('error', lost);
+    current.on('end', () => lost());
+    current.on('notification', (message) => {
+      if (message.channel === channel) onNotify();
+    });
+    try {
+      await current.connect();
+      await current.query(`LISTEN "${channel}"`);
+      if (closed) {
+        await current.end();
+        return;
+      }
+      retryMs = FIRST_RETRY_MS;
+      onNotify();
+    } catch (error) {
+      lost(error);
+    }
+  };
+
+  void connect();
+  return {
+    async close() {
+      closed = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      const current = client;
+      client = null;
+      await current?.end().catch(() => {});
+    },
+  };
+}

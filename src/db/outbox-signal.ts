@@ -1,0 +1,157 @@
+// Tells the worker when a commit wrote outbox work, so it wakes on work instead of polling. Kysely's
+// driver is wrapped: a connection that inserts into `events` or `webhook_deliveries` is marked, and once
+// its transaction commits (or right after the insert, outside a transaction) this process's listeners
+// are called. On PostgreSQL a NOTIFY on the schema's channel goes out in the same transaction, so
+// workers in other processes (LISTEN, see listen.ts) wake at the commit too; a rollback sends nothing.
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type QueryCompiler,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
+
+/** The tables whose new rows a worker sends: new events, and redeliveries or test deliveries. */
+const OUTBOX_TABLES = new Set(['events', 'webhook_deliveries']);
+
+/** Listeners called after a commit that wrote outbox rows (in this process). */
+export class OutboxSignal {
+  private readonly listeners = new Set<() => void>();
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  notify(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+/** The NOTIFY channel of one schema (two schemas on one server do not wake each other). */
+export function outboxChannel(schema: string | null): string {
+  return schema ? `kassa_events_${schema}` : 'kassa_events';
+}
+
+function writesOutbox(query: CompiledQuery): boolean {
+  const node = query.query;
+  return node.kind === 'InsertQueryNode' && OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '');
+}
+
+class SignallingConnection implements DatabaseConnection {
+  inTransaction = false;
+  wroteOutbox = false;
+  readonly inner: DatabaseConnection;
+  private readonly driver: SignallingDriver;
+
+  constructor(inner: DatabaseConnection, driver: SignallingDriver) {
+    this.inner = inner;
+    this.driver = driver;
+  }
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const result = await this.inner.executeQuery<R>(query);
+    if (writesOutbox(query)) {
+      if (this.inTransaction) this.wroteOutbox = true;
+      else await this.driver.committed(this.inner);
+    }
+    return result;
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.inner.streamQuery<R>(query, chunkSize);
+  }
+}
+
+type Savepoint = (
+  connection: DatabaseConnection,
+  name: string,
+  compileQuery: QueryCompiler['compileQuery'],
+) => Promise<void>;
+
+class SignallingDriver implements Driver {
+  private readonly inner: Driver;
+  private readonly signal: OutboxSignal;
+  private readonly notify: CompiledQuery | null;
+  readonly savepoint?: Savepoint;
+  readonly rollbackToSavepoint?: Savepoint;
+  readonly releaseSavepoint?: Savepoint;
+
+  constructor(inner: Driver, signal: OutboxSignal, channel: string | null) {
+    this.inner = inner;
+    this.signal = signal;
+    this.notify = channel === null ? null : CompiledQuery.raw(`NOTIFY "${channel}"`);
+    const { savepoint, rollbackToSavepoint, releaseSavepoint } = inner;
+    const delegate = (method: Savepoint | undefined): Savepoint | undefined =>
+      method && ((connection, name, compile) => method.call(inner, unwrap(connection), name, compile));
+    this.savepoint = delegate(savepoint);
+    this.rollbackToSavepoint = delegate(rollbackToSavepoint);
+    this.releaseSavepoint = delegate(releaseSavepoint);
+  }
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new SignallingConnection(await this.inner.acquireConnection(), this);
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    await this.inner.beginTransaction(unwrap(connection), settings);
+    if (connection instanceof SignallingConnection) {
+      connection.inTransaction = true;
+      connection.wroteOutbox = false;
+    }
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    const wrote = connection instanceof SignallingConnection && connection.wroteOutbox;
+    // NOTIFY inside the transaction: PostgreSQL delivers it at the commit, and not on a rollback.
+    if (wrote && this.notify) await unwrap(connection).executeQuery(this.notify);
+    await this.inner.commitTransaction(unwrap(connection));
+    this.reset(connection);
+    if (wrote) this.signal.notify();
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    this.reset(connection);
+    await this.inner.rollbackTransaction(unwrap(connection));
+  }
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.inner.releaseConnection(unwrap(connection));
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+
+  /** An insert outside a transaction has committed already. */
+  async committed(connection: DatabaseConnection): Promise<void> {
+    if (this.notify) await connection.executeQuery(this.notify);
+    this.signal.notify();
+  }
+
+  private reset(connection: DatabaseConnection): void {
+    if (!(connection instanceof SignallingConnection)) return;
+    connection.inTransaction = false;
+    connection.wroteOutbox = false;
+  }
+}
+
+function unwrap(connection: DatabaseConnection): DatabaseConnection {
+  return connection instanceof SignallingConnection ? connection.inner : connection;
+}
+
+/** `dialect`, with commits that write outbox rows signalled (and NOTIFYed on `channel` if given). */
+export function signallingDialect(dialect: Dialect, signal: OutboxSignal, channel: string | null): Dialect {
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, channel),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+  };
+}
