@@ -196,6 +196,11 @@ test('periodIndexAt: at a boundary the new period starts; a millisecond before, 
   assert.equal(periodIndexAt(anchor, monthly, new Date('2027-03-31T10:00:00Z')), 2);
   assert.equal(periodIndexAt(anchor, monthly, new Date('2027-01-31T09:59:59.999Z')), -1);
   assert.equal(periodIndexAt(anchor, monthly, new Date('2026-12-31T10:00:00Z')), -1);
+  assert.equal(periodIndexAt(anchor, monthly, new Date('2026-06-01T00:00:00Z')), -1);
+  assert.equal(
+    periodIndexAt(anchor, { interval: 'day', intervalCount: 1 }, new Date('2026-06-01T00:00:00Z')),
+    -1,
+  );
   assert.equal(periodIndexAt(anchor, yearly, new Date('2029-01-31T09:59:59.999Z')), 1);
   assert.equal(periodIndexAt(anchor, yearly, new Date('2029-01-31T10:00:00Z')), 2);
   const days = { interval: 'day', intervalCount: 3 } as const;
@@ -257,6 +262,18 @@ test('interval_count outside 1–12, an unknown interval, a bad anchor or index 
   assert.throws(() => periodIndexAt(new Date('nope'), monthly, anchor), RangeError);
   assert.throws(() => periodBounds(anchor, monthly, -1), RangeError);
   assert.throws(() => periodBounds(anchor, monthly, 0.5), RangeError);
+  // The messages name what was wrong.
+  assert.throws(
+    () => periodBounds(anchor, { interval: 'month', intervalCount: 13 }, 0),
+    /interval_count .*1 to 12, not 13/,
+  );
+  assert.throws(
+    () => periodBounds(anchor, { interval: 'hour' as Interval, intervalCount: 1 }, 0),
+    /unknown interval hour/,
+  );
+  assert.throws(() => periodBounds(new Date('nope'), monthly, 0), /anchor is not a valid date/);
+  assert.throws(() => periodBounds(anchor, monthly, -1), /period index .*not -1/);
+  assert.throws(() => billingAnchor(anchor, 91), /trial_days .*0 to 90, not 91/);
 });
 
 test('periods are the same in any process time zone (Lago #879/#1074): Los Angeles and Kiritimati', () => {
