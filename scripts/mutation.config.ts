@@ -19,6 +19,8 @@ export const TARGETS: MutationTarget[] = [
   { file: 'src/modules/wallet/arithmetic.ts', tests: ['src/modules/wallet/arithmetic.test.ts'] },
   { file: 'src/modules/webhooks/schedule.ts', tests: ['src/modules/webhooks/schedule.test.ts'] },
   { file: 'src/modules/webhooks/ssrf.ts', tests: ['src/modules/webhooks/ssrf.test.ts'] },
+  { file: 'src/modules/subscriptions/periods.ts', tests: ['src/modules/subscriptions/periods.test.ts'] },
+  { file: 'src/modules/subscriptions/dunning.ts', tests: ['src/modules/subscriptions/dunning.test.ts'] },
 ];
 
 export interface EquivalentMutant {

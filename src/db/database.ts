@@ -13,6 +13,7 @@ import type { PaymentTables } from '../modules/payments/table.ts';
 import type { PayoutTables } from '../modules/payouts/table.ts';
 import type { ProductTables } from '../modules/products/table.ts';
 import type { RefundTables } from '../modules/refunds/table.ts';
+import type { SubscriptionTables } from '../modules/subscriptions/table.ts';
 import type { WalletTables } from '../modules/wallet/table.ts';
 import type { WebhookTables } from '../modules/webhooks/table.ts';
 import type { ProviderTables } from '../provider/operations/table.ts';
@@ -33,6 +34,7 @@ export interface Database
     IdempotencyTables,
     MemberTables,
     AuditTables,
+    SubscriptionTables,
     ProviderTables {}
 
 /** A connection or an open transaction: store functions take either as their first argument. */

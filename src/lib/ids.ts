@@ -42,6 +42,8 @@ export const ID_PREFIX = {
   checkout: { prefix: 'CO', length: 20 },
   product: { prefix: 'prod_', length: 14 },
   destination: { prefix: 'ba_', length: 16 },
+  plan: { prefix: 'plan_', length: 14 },
+  subscription: { prefix: 'SU', length: 16 },
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -13,6 +13,7 @@ import { providerV2 } from './009-provider-v2.ts';
 import { accounts } from './010-accounts.ts';
 import { integrate } from './011-integrate.ts';
 import { dashboard } from './012-dashboard.ts';
+import { subscriptions } from './013-subscriptions.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -28,5 +29,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '010_accounts': accounts(kind),
     '011_integrate': integrate(),
     '012_dashboard': dashboard(kind),
+    '013_subscriptions': subscriptions(kind),
   };
 }

@@ -24,6 +24,8 @@ export interface PaymentsTable {
   checkout_session_id: number;
   /** Set when the checkout came from a payment link. */
   payment_link_id: string | null;
+  /** subscriptions.id of a renewal charge; null for every other payment. Not in any response yet. */
+  subscription_id: number | null;
   status: PaymentStatus;
   currency: 'USD' | 'EUR';
   /** Minor units of `currency`: gross TTC charged, fee, net = gross - fee. Fixed at creation. */
