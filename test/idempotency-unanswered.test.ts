@@ -40,9 +40,15 @@ after(async () => {
 /** The real provider, except that a refund, once made, is never answered until released (the process is gone). */
 function providerThatHangsOnRefunds(real: PaymentProvider) {
   const hung: (() => void)[] = [];
+  let made: () => void = () => {};
+  /** Resolves once the provider has made the refund (its answer is then held back). */
+  const refundMade = new Promise<void>((resolve) => {
+    made = resolve;
+  });
   const provider = wrapProvider(real, {
     async createRefund(input) {
       await real.createRefund(input);
+      made();
       return new Promise((_resolve, reject) => {
         hung.push(() => reject(new Error('connection reset')));
       });
@@ -51,7 +57,7 @@ function providerThatHangsOnRefunds(real: PaymentProvider) {
   const releaseAll = () => {
     for (const release of hung.splice(0)) release();
   };
-  return { provider, releaseAll };
+  return { provider, releaseAll, refundMade };
 }
 
 test(`a refund retried with its Idempotency-Key after it went unanswered is replayed, not made twice (${DB_KIND})`, async () => {
@@ -75,10 +81,13 @@ test(`a refund retried with its Idempotency-Key after it went unanswered is repl
     first.on('error', () => resolve('lost'));
   });
   first.end(body);
-  // The refund and its hold committed; then the process "dies" before answering.
+  // The refund and its hold committed, the provider made the refund; then the process "dies" before
+  // answering. (The row alone is not enough: it commits before the provider call, which may not have
+  // happened yet when the row is seen.)
   const refund = await eventually(() =>
     server.ctx.db.selectFrom('refunds').selectAll().where('payment_id', '=', payment.id).executeTakeFirst(),
   );
+  await hanging.refundMade;
   first.destroy();
   assert.equal(await firstOutcome, 'lost');
 
