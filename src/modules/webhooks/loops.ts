@@ -1,10 +1,19 @@
 // The webhook worker loop: outbox → deliveries → HTTP, with its in-flight sends drained on stop.
 // It wakes on work: after this process commits events or deliveries (the database's outbox signal), on
-// PostgreSQL at a NOTIFY from any process, and when a retry it scheduled falls due. While idle it polls
-// only every KASSA_WORKER_POLL_MS (the safety poll: work it was not told about, such as expired leases).
+// PostgreSQL at a NOTIFY from any process (both WAKE_COALESCE_MS later, so that a busy moment's commits
+// go in one claim), and when a retry it scheduled falls due. While idle it polls only every
+// KASSA_WORKER_POLL_MS (the safety poll: work it was not told about, such as expired leases).
 import { listenForOutbox } from '../../db/listen.ts';
 import type { WorkerLoop } from '../../worker/runner.ts';
 import { deliveryWorker, stopDeliveryWorker } from './worker.ts';
+
+/**
+ * A commit's wake-up lets the loop sleep this much longer, so that the commits of a busy moment are
+ * dispatched in one claim: woken at each commit, the worker dispatched events one by one, one
+ * transaction each (4,092 dispatch transactions for 2,150 requests in the bench's pay and refund
+ * scenarios, against 480 with this delay), which cost the API a third of its throughput on SQLite.
+ */
+export const WAKE_COALESCE_MS = 5;
 
 export const webhookLoops: WorkerLoop[] = [
   {
@@ -13,9 +22,9 @@ export const webhookLoops: WorkerLoop[] = [
     run: (ctx) => deliveryWorker(ctx).tick(),
     subscribe: (ctx, wake) => {
       deliveryWorker(ctx).wakeLoop = wake;
-      const unsubscribe = ctx.outbox.subscribe(() => wake());
+      const unsubscribe = ctx.outbox.subscribe(() => wake(WAKE_COALESCE_MS));
       const database = ctx.config.database;
-      const listener = database.kind === 'postgres' ? listenForOutbox(database, () => wake()) : null;
+      const listener = database.kind === 'postgres' ? listenForOutbox(database, () => wake(WAKE_COALESCE_MS)) : null;
       return async () => {
         unsubscribe();
         await listener?.close();
