@@ -80,7 +80,7 @@ export function verifyInterfaceSignature(body: Buffer, signature: string | undef
   if (!signature) fail('Missing X-Webhook-Signature header.');
   const match = /^sha256=([0-9a-f]{64})$/i.exec(signature.trim());
   if (!match) fail('X-Webhook-Signature must look like "sha256=<64 hex digits>".');
-  const expected = createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest();
+  const expected = createHmac('sha256', secret).update(body).digest();
   if (!sameBytes(Buffer.from(match[1], 'hex'), expected)) {
     fail(
       'Signature does not match: check the secret (only the newest one verifies after rotation) and that the body is unmodified.',
@@ -163,7 +163,7 @@ export function verifyWebhook(
 
 /** Signs a body as Kassa's X-Webhook-Signature does; for receivers' own tests. */
 export function signWebhook(rawBody: string | Uint8Array, secret: string): string {
-  return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(rawBody).digest('hex')}`;
+  return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
 }
 
 /** The Standard Webhooks headers Kassa would send for `rawBody`; for receivers' own tests. */

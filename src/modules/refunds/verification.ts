@@ -5,13 +5,14 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { ValidationError } from '../../http/errors.ts';
+import { keyObject } from '../../lib/crypto.ts';
 import type { SessionPrincipal } from '../auth/service.ts';
 
 export const CODE_TTL_MS = 10 * 60 * 1000;
 export const MAX_ATTEMPTS = 5;
 
 function codeHash(secret: Buffer, userId: number, code: string): string {
-  return createHmac('sha256', secret).update(`refund-code:${userId}:${code}`).digest('hex');
+  return createHmac('sha256', keyObject(secret)).update(`refund-code:${userId}:${code}`).digest('hex');
 }
 
 /** Issues a new code (superseding any earlier one) and mails it to the user. */

@@ -2,18 +2,20 @@
 // t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">, keyed with HKDF-SHA256(KASSA_SECRET_KEY,
 // info "kassa simulator webhook"), a key of its own rather than the encryption key itself. A signature
 // more than 5 minutes from now is refused (a captured call cannot be replayed later).
-import { createHmac, hkdfSync } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { constantTimeEqual } from '../../lib/crypto.ts';
 
 export const SIGNATURE_HEADER = 'kassa-signature';
 export const SIGNATURE_TOLERANCE_S = 300;
 
-const keys = new WeakMap<Buffer, Buffer>();
+const keys = new WeakMap<Buffer, KeyObject>();
 
-function signingKey(secretKey: Buffer): Buffer {
+function signingKey(secretKey: Buffer): KeyObject {
   let key = keys.get(secretKey);
   if (key === undefined) {
-    key = Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'kassa simulator webhook', 32));
+    key = createSecretKey(
+      Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), 'kassa simulator webhook', 32)),
+    );
     keys.set(secretKey, key);
   }
   return key;
