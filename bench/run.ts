@@ -89,6 +89,17 @@ function log(line: string) {
   process.stderr.write(`${line}\n`);
 }
 
+/** kassa_db_statements_total from the service's /metrics (null if it cannot be read). */
+async function statementsSent(url: string): Promise<number | null> {
+  try {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const match = /^kassa_db_statements_total (\d+)/m.exec(text);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 interface Bare {
   requestsPerS: number;
   cpuUsPerRequest: number | null;
@@ -115,10 +126,10 @@ async function benchBare(rows: Row[]): Promise<Bare> {
     const cpuBefore = cpuSeconds(child.process.pid);
     const result = summarize(await autocannon(url, request, SECONDS, CONNECTIONS), request);
     const cpuAfter = cpuSeconds(child.process.pid);
-    const measured = requestRow(
-      result,
-      cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
-    );
+    const measured = requestRow(result, {
+      serviceCpuS: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+      statements: null,
+    });
     const cost = cpuCost(measured);
     rows.push({
       database: '-',
@@ -185,6 +196,7 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
       connections: CONNECTIONS,
       paid: [],
       serviceCpu: () => cpuSeconds(service?.process.pid),
+      serviceStatements: () => statementsSent(started.url),
     };
     for (const scenario of SCENARIOS) {
       if (ONLY && !scenario.name.includes(ONLY)) continue;
@@ -252,6 +264,7 @@ function printTable(rows: Row[], runs: ServiceRun[]): void {
       'p99 ms',
       'vs bare',
       'CPU µs/op',
+      'SQL/op',
       'vs bare (CPU)',
       'peak RSS MB',
       'load',
@@ -266,13 +279,14 @@ function printTable(rows: Row[], runs: ServiceRun[]): void {
       format(row.p99Ms, row.p99Ms !== null && row.p99Ms < 10 ? 1 : 0),
       row.ratioToBare === null ? '-' : `${(row.ratioToBare * 100).toFixed(1)}%`,
       format(row.cpuUsPerOp),
+      row.statements === null || row.total === 0 ? '-' : (row.statements / row.total).toFixed(1),
       row.cpuRatioToBare === null ? '-' : `${(row.cpuRatioToBare * 100).toFixed(1)}%`,
       format(row.peakRssMB),
       row.load1.toFixed(2),
     ]),
   ];
   const widths = table[0].map((_, column) => Math.max(...table.map((line) => line[column].length)));
-  const numeric = new Set([2, 4, 5, 6, 7, 8, 9, 10, 11]);
+  const numeric = new Set([2, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
   const line = (cells: string[]) =>
     cells.map((cell, i) => (numeric.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ');
   console.log(`\n${line(table[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);

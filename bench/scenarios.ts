@@ -22,6 +22,8 @@ export interface ScenarioContext {
   paid: string[];
   /** CPU seconds the service process has used so far. */
   serviceCpu(): number | null;
+  /** SQL statements the service has sent so far (kassa_db_statements_total in its /metrics). */
+  serviceStatements(): Promise<number | null>;
 }
 
 export interface ScenarioResult {
@@ -36,8 +38,13 @@ export interface ScenarioResult {
   failed: number;
   /** CPU seconds the service spent on the measured part (warm-up excluded). */
   serviceCpuS: number | null;
+  /** SQL statements the service sent during the measured part (BEGIN and COMMIT included). */
+  statements: number | null;
   note?: string;
 }
+
+/** What the service spent on a measured part: CPU seconds and SQL statements. */
+export type Spent = Pick<ScenarioResult, 'serviceCpuS' | 'statements'>;
 
 export interface Scenario {
   name: string;
@@ -83,26 +90,35 @@ async function outboxQuiet(webhooks: WebhookBench, timeoutMs = 60_000): Promise<
   }
 }
 
-/** Runs `work` and returns its result with the service CPU seconds it took. */
-async function timed<T>(context: ScenarioContext, work: () => Promise<T>): Promise<[T, number | null]> {
+/** Runs `work` and returns its result with the service CPU seconds and SQL statements it took. */
+async function timed<T>(context: ScenarioContext, work: () => Promise<T>): Promise<[T, Spent]> {
+  const statementsBefore = await context.serviceStatements();
   const before = context.serviceCpu();
   const result = await work();
   const after = context.serviceCpu();
-  return [result, before === null || after === null ? null : Math.round((after - before) * 100) / 100];
+  const statementsAfter = await context.serviceStatements();
+  return [
+    result,
+    {
+      serviceCpuS: before === null || after === null ? null : Math.round((after - before) * 100) / 100,
+      statements:
+        statementsBefore === null || statementsAfter === null ? null : statementsAfter - statementsBefore,
+    },
+  ];
 }
 
 async function autocannonScenario(context: ScenarioContext, request: BenchRequest): Promise<ScenarioResult> {
   await autocannon(context.url, request, context.warmupSeconds, context.connections);
-  const [raw, serviceCpuS] = await timed(context, () =>
+  const [raw, spent] = await timed(context, () =>
     autocannon(context.url, request, context.seconds, context.connections),
   );
-  return requestRow(summarize(raw, request), serviceCpuS);
+  return requestRow(summarize(raw, request), spent);
 }
 
 /** A table row for an autocannon measurement (its rate is requests per second). */
-export function requestRow(result: LoadResult, serviceCpuS: number | null): ScenarioResult {
+export function requestRow(result: LoadResult, spent: Spent): ScenarioResult {
   return {
-    serviceCpuS,
+    ...spent,
     unit: 'req/s',
     rate: result.requestsPerS,
     requestsPerS: result.requestsPerS,
@@ -157,12 +173,12 @@ export const SCENARIOS: Scenario[] = [
         connections: context.connections,
         seconds: context.warmupSeconds,
       });
-      const [result, serviceCpuS] = await timed(context, () =>
+      const [result, spent] = await timed(context, () =>
         drive({ ...flows, connections: context.connections, seconds: context.seconds }),
       );
       context.paid.push(...warmup.paid, ...result.paid);
       return {
-        serviceCpuS,
+        ...spent,
         unit: 'flows/s',
         rate: result.perSecond,
         requestsPerS: Math.round(result.perSecond * 3),
@@ -178,7 +194,7 @@ export const SCENARIOS: Scenario[] = [
     name: 'POST /api/transactions/{id}/refund/ (one per payment)',
     async run(context) {
       const transactionIds = context.paid.splice(0);
-      const [result, serviceCpuS] = await timed(context, () =>
+      const [result, spent] = await timed(context, () =>
         drive({
           mode: 'refunds',
           url: context.url,
@@ -196,7 +212,7 @@ export const SCENARIOS: Scenario[] = [
         unexpectedNote(result.unexpected),
       ].filter((note) => note !== undefined);
       return {
-        serviceCpuS,
+        ...spent,
         unit: 'req/s',
         rate: result.perSecond,
         requestsPerS: result.perSecond,
@@ -213,9 +229,9 @@ export const SCENARIOS: Scenario[] = [
     async run(context) {
       await outboxQuiet(context.webhooks);
       const events = Math.max(2000, 3000 * context.seconds);
-      const [result, serviceCpuS] = await timed(context, () => webhookThroughput(context.webhooks, events));
+      const [result, spent] = await timed(context, () => webhookThroughput(context.webhooks, events));
       return {
-        serviceCpuS,
+        ...spent,
         unit: 'deliveries/s',
         rate: result.perSecond,
         requestsPerS: null,
@@ -231,11 +247,11 @@ export const SCENARIOS: Scenario[] = [
     name: `webhook latency at ${WEBHOOK_RATE} events/s (commit → receiver)`,
     async run(context) {
       await outboxQuiet(context.webhooks);
-      const [result, serviceCpuS] = await timed(context, () =>
+      const [result, spent] = await timed(context, () =>
         webhookLatency(context.webhooks, WEBHOOK_RATE, context.seconds),
       );
       return {
-        serviceCpuS,
+        ...spent,
         unit: 'events/s',
         rate: result.eventsPerSecond,
         requestsPerS: null,

@@ -180,7 +180,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
 
   registerErrorHandling(app);
   await registerOpenApi(app);
-  const metrics = createMetrics(app);
+  const metrics = createMetrics(app, ctx.outbox);
 
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);

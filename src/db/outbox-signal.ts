@@ -16,9 +16,17 @@ import {
 /** The tables whose new rows a worker sends: new events, and redeliveries or test deliveries. */
 const OUTBOX_TABLES = new Set(['events', 'webhook_deliveries']);
 
-/** Listeners called after a commit that wrote outbox rows (in this process). */
+/**
+ * Listeners called after a commit that wrote outbox rows (in this process); and, since every statement
+ * passes through here, the count of statements and transactions this process ran (kassa_db_statements_total
+ * and kassa_db_transactions_total in /metrics: `npm run bench` prints statements per operation from them).
+ */
 export class OutboxSignal {
   private readonly listeners = new Set<() => void>();
+  /** Statements sent to the database, BEGIN, COMMIT, ROLLBACK and NOTIFY included. */
+  statements = 0;
+  /** Transactions begun. */
+  transactions = 0;
 
   subscribe(listener: () => void): () => void {
     this.listeners.add(listener);
@@ -52,6 +60,7 @@ class SignallingConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    this.driver.signal.statements++;
     const result = await this.inner.executeQuery<R>(query);
     if (writesOutbox(query)) {
       if (this.inTransaction) this.wroteOutbox = true;
@@ -61,6 +70,7 @@ class SignallingConnection implements DatabaseConnection {
   }
 
   streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    this.driver.signal.statements++;
     return this.inner.streamQuery<R>(query, chunkSize);
   }
 }
@@ -73,7 +83,7 @@ type Savepoint = (
 
 class SignallingDriver implements Driver {
   private readonly inner: Driver;
-  private readonly signal: OutboxSignal;
+  readonly signal: OutboxSignal;
   private readonly notify: CompiledQuery | null;
   readonly savepoint?: Savepoint;
   readonly rollbackToSavepoint?: Savepoint;
@@ -101,6 +111,8 @@ class SignallingDriver implements Driver {
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     await this.inner.beginTransaction(unwrap(connection), settings);
+    this.signal.statements++;
+    this.signal.transactions++;
     if (connection instanceof SignallingConnection) {
       connection.inTransaction = true;
       connection.wroteOutbox = false;
@@ -110,7 +122,11 @@ class SignallingDriver implements Driver {
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const wrote = connection instanceof SignallingConnection && connection.wroteOutbox;
     // NOTIFY inside the transaction: PostgreSQL delivers it at the commit, and not on a rollback.
-    if (wrote && this.notify) await unwrap(connection).executeQuery(this.notify);
+    if (wrote && this.notify) {
+      this.signal.statements++;
+      await unwrap(connection).executeQuery(this.notify);
+    }
+    this.signal.statements++;
     await this.inner.commitTransaction(unwrap(connection));
     this.reset(connection);
     if (wrote) this.signal.notify();
@@ -118,6 +134,7 @@ class SignallingDriver implements Driver {
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     this.reset(connection);
+    this.signal.statements++;
     await this.inner.rollbackTransaction(unwrap(connection));
   }
 
@@ -131,7 +148,10 @@ class SignallingDriver implements Driver {
 
   /** An insert outside a transaction has committed already. */
   async committed(connection: DatabaseConnection): Promise<void> {
-    if (this.notify) await connection.executeQuery(this.notify);
+    if (this.notify) {
+      this.signal.statements++;
+      await connection.executeQuery(this.notify);
+    }
     this.signal.notify();
   }
 

@@ -1,9 +1,10 @@
 // Prometheus metrics at /metrics: process defaults plus request counts and durations by route.
 import client from 'prom-client';
+import type { OutboxSignal } from '../db/outbox-signal.ts';
 import { hashQueue } from '../lib/crypto.ts';
 import type { App } from './types.ts';
 
-export function createMetrics(app: App) {
+export function createMetrics(app: App, database: Pick<OutboxSignal, 'statements' | 'transactions'>) {
   const registry = new client.Registry();
   // The event-loop delay histogram samples once a second, not every 10 ms (prom-client's default): its
   // timer alone woke the idle process 100 times a second, about 15 ms of CPU per second (bench/idle.ts).
@@ -33,6 +34,24 @@ export function createMetrics(app: App) {
       this.reset();
       this.inc({ scope: 'key' }, hashQueue.refused.key);
       this.inc({ scope: 'all' }, hashQueue.refused.all);
+    },
+  });
+  new client.Counter({
+    name: 'kassa_db_statements_total',
+    help: 'SQL statements this process sent to the database (BEGIN, COMMIT, ROLLBACK and NOTIFY included)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(database.statements);
+    },
+  });
+  new client.Counter({
+    name: 'kassa_db_transactions_total',
+    help: 'Database transactions this process began',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(database.transactions);
     },
   });
   app.addHook('onResponse', (request, reply, done) => {
