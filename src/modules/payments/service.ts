@@ -17,22 +17,22 @@ export async function getPaymentForKey(
 ) {
   const payment = await store.findPayment(ctx.db, { organizationId, environment }, reference);
   if (!payment) throw new NotFoundError('Payment not found.');
-  const [attempts, checkout] = await Promise.all([
-    store.attemptsOf(ctx.db, payment.id),
-    store.checkoutReference(ctx.db, payment.checkout_session_id),
-  ]);
-  return presentPayment(payment, attempts, checkout);
+  return presentPayment(payment, await store.attemptsOf(ctx.db, payment.id), store.referenceOf(payment));
 }
 
 export async function getPaymentForDashboard(ctx: AppContext, organizationId: number, reference: string) {
   const payment = await store.findPayment(ctx.db, { organizationId, environment: null }, reference);
   if (!payment) throw new NotFoundError('Payment not found.');
-  const [attempts, checkout, reviews] = await Promise.all([
+  const [attempts, reviews] = await Promise.all([
     store.attemptsOf(ctx.db, payment.id),
-    store.checkoutReference(ctx.db, payment.checkout_session_id),
     reviewsOf(ctx.db, [payment.id]),
   ]);
-  return presentDashboardPayment(payment, attempts, checkout, reviews.get(payment.id) ?? null);
+  return presentDashboardPayment(
+    payment,
+    attempts,
+    store.referenceOf(payment),
+    reviews.get(payment.id) ?? null,
+  );
 }
 
 /** The dashboard snapshot's payment figures for one environment. */

@@ -13,22 +13,43 @@ export interface PaymentScope {
   environment: Environment | null;
 }
 
+/** A payment row with its checkout's references (what GET /transactions/{id}/ shows of the checkout). */
+export type PaymentWithReference = PaymentRow & {
+  checkout_public_id: string | null;
+  checkout_metadata: string | null;
+  checkout_client_reference_id: string | null;
+};
+
 // The lookups behind GET /transactions/{id}/ and the dashboard's payment page, prepared (one per shape).
+// The checkout's references come in the same statement (a join on its primary key), not a second one.
 const paymentsOf = (db: Executor, organizationId: number) =>
-  db.selectFrom('payments').selectAll().where('organization_id', '=', organizationId);
+  db
+    .selectFrom('payments')
+    .leftJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
+    .selectAll('payments')
+    .select([
+      'checkout_sessions.public_id as checkout_public_id',
+      'checkout_sessions.metadata as checkout_metadata',
+      'checkout_sessions.client_reference_id as checkout_client_reference_id',
+    ])
+    .where('payments.organization_id', '=', organizationId);
 const byPublicId = prepareQuery(2, (db, organizationId: number, publicId: string) =>
-  paymentsOf(db, organizationId).where('public_id', '=', publicId),
+  paymentsOf(db, organizationId).where('payments.public_id', '=', publicId),
 );
 const byNumericId = prepareQuery(2, (db, organizationId: number, id: number) =>
-  paymentsOf(db, organizationId).where('id', '=', id),
+  paymentsOf(db, organizationId).where('payments.id', '=', id),
 );
 const byPublicIdIn = prepareQuery(
   3,
   (db, organizationId: number, environment: Environment, publicId: string) =>
-    paymentsOf(db, organizationId).where('environment', '=', environment).where('public_id', '=', publicId),
+    paymentsOf(db, organizationId)
+      .where('payments.environment', '=', environment)
+      .where('payments.public_id', '=', publicId),
 );
 const byNumericIdIn = prepareQuery(3, (db, organizationId: number, environment: Environment, id: number) =>
-  paymentsOf(db, organizationId).where('environment', '=', environment).where('id', '=', id),
+  paymentsOf(db, organizationId)
+    .where('payments.environment', '=', environment)
+    .where('payments.id', '=', id),
 );
 
 /** A payment by public TX id or numeric id, within the scope; undefined for anything else. */
@@ -36,7 +57,7 @@ export async function findPayment(
   db: Executor,
   scope: PaymentScope,
   reference: string,
-): Promise<PaymentRow | undefined> {
+): Promise<PaymentWithReference | undefined> {
   const numeric = parseNumericId(reference);
   if (numeric === null && !isPublicId('payment', reference)) return undefined;
   const { organizationId, environment } = scope;
@@ -109,6 +130,17 @@ const checkoutReferenceOf = prepareQuery(1, (db, sessionId: number) =>
     .select(['public_id', 'metadata', 'client_reference_id'])
     .where('id', '=', sessionId),
 );
+
+/** The checkout references a findPayment() row carries. */
+export function referenceOf(payment: PaymentWithReference): CheckoutReference {
+  if (payment.checkout_public_id === null)
+    throw new Error(`checkout session ${payment.checkout_session_id} is missing`);
+  return {
+    public_id: payment.checkout_public_id,
+    metadata: payment.checkout_metadata,
+    client_reference_id: payment.checkout_client_reference_id,
+  };
+}
 
 export async function checkoutReference(db: Executor, sessionId: number): Promise<CheckoutReference> {
   const row = await checkoutReferenceOf.first(db, sessionId);
