@@ -26,8 +26,12 @@ export function openDatabase(config: Config['database']): DbHandle {
     ensurePrivateDatabase(config.file);
     const database = openSqlite(config.file);
     const outbox = new OutboxSignal();
+    // BEGIN IMMEDIATE: a transaction takes the write lock when it begins, waiting for it up to the busy
+    // timeout. A deferred BEGIN that reads first and writes later cannot wait: if another process (the
+    // CLI, a worker) wrote in between, its upgrade to a write fails at once with SQLITE_BUSY. In one
+    // process nothing changes (Kysely runs one transaction at a time on the single connection).
     const db = new Kysely<Database>({
-      dialect: signallingDialect(new SqliteDialect({ database }), outbox, null),
+      dialect: signallingDialect(new SqliteDialect({ database }), outbox, null, 'begin immediate'),
     });
     return { db, kind: 'sqlite', outbox, close: () => db.destroy() };
   }

@@ -2,6 +2,8 @@
 // NOTIFY (a commit that wrote events or deliveries, in any process). If the connection drops it is
 // opened again with a growing delay; `onNotify` is also called on each (re)connection, since commits may
 // have gone unheard meanwhile (the worker's safety poll covers the gap as well).
+import { type FSWatcher, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import pg from 'pg';
 import { outboxChannel } from './outbox-signal.ts';
 
@@ -69,6 +71,34 @@ export function listenForOutbox(
       const current = client;
       client = null;
       await current?.end().catch(() => {});
+    },
+  };
+}
+
+/**
+ * SQLite has no NOTIFY: a commit by another process on the same file is seen as a change to the file's
+ * write-ahead log (`<file>-wal`), which the kernel reports (inotify on Linux) without any polling. The
+ * directory is watched, not the log itself, since the log may not exist yet. Our own commits are reported
+ * too (a harmless extra wake-up); a watcher that fails is closed, and the safety poll covers the rest.
+ */
+export function watchSqliteCommits(file: string, onChange: () => void): OutboxListener {
+  const names = new Set([basename(file), `${basename(file)}-wal`]);
+  let watcher: FSWatcher | null = null;
+  try {
+    watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
+      if (name !== null && names.has(name)) onChange();
+    });
+    watcher.on('error', () => {
+      watcher?.close();
+      watcher = null;
+    });
+  } catch {
+    watcher = null;
+  }
+  return {
+    async close() {
+      watcher?.close();
+      watcher = null;
     },
   };
 }

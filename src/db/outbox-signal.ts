@@ -89,9 +89,13 @@ class SignallingDriver implements Driver {
   readonly rollbackToSavepoint?: Savepoint;
   readonly releaseSavepoint?: Savepoint;
 
-  constructor(inner: Driver, signal: OutboxSignal, channel: string | null) {
+  /** The statement that begins a transaction, when not the inner driver's. */
+  private readonly begin: CompiledQuery | null;
+
+  constructor(inner: Driver, signal: OutboxSignal, channel: string | null, begin: string | null) {
     this.inner = inner;
     this.signal = signal;
+    this.begin = begin === null ? null : CompiledQuery.raw(begin);
     this.notify = channel === null ? null : CompiledQuery.raw(`NOTIFY "${channel}"`);
     const { savepoint, rollbackToSavepoint, releaseSavepoint } = inner;
     const delegate = (method: Savepoint | undefined): Savepoint | undefined =>
@@ -110,7 +114,8 @@ class SignallingDriver implements Driver {
   }
 
   async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
-    await this.inner.beginTransaction(unwrap(connection), settings);
+    if (this.begin) await unwrap(connection).executeQuery(this.begin);
+    else await this.inner.beginTransaction(unwrap(connection), settings);
     this.signal.statements++;
     this.signal.transactions++;
     if (connection instanceof SignallingConnection) {
@@ -166,11 +171,19 @@ function unwrap(connection: DatabaseConnection): DatabaseConnection {
   return connection instanceof SignallingConnection ? connection.inner : connection;
 }
 
-/** `dialect`, with commits that write outbox rows signalled (and NOTIFYed on `channel` if given). */
-export function signallingDialect(dialect: Dialect, signal: OutboxSignal, channel: string | null): Dialect {
+/**
+ * `dialect`, with commits that write outbox rows signalled (and NOTIFYed on `channel` if given), and
+ * transactions begun with `begin` when given (SQLite: BEGIN IMMEDIATE, see connection.ts).
+ */
+export function signallingDialect(
+  dialect: Dialect,
+  signal: OutboxSignal,
+  channel: string | null,
+  begin: string | null = null,
+): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),
-    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, channel),
+    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, channel, begin),
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createIntrospector: (db) => dialect.createIntrospector(db),
   };

@@ -1,9 +1,10 @@
 // The webhook worker loop: outbox → deliveries → HTTP, with its in-flight sends drained on stop.
 // It wakes on work: after this process commits events or deliveries (the database's outbox signal), on
-// PostgreSQL at a NOTIFY from any process (both WAKE_COALESCE_MS later, so that a busy moment's commits
-// go in one claim), and when a retry it scheduled falls due. While idle it polls only every
-// KASSA_WORKER_POLL_MS (the safety poll: work it was not told about, such as expired leases).
-import { listenForOutbox } from '../../db/listen.ts';
+// PostgreSQL at a NOTIFY from any process, on SQLite when any process changes the database file's
+// write-ahead log (watched through the kernel, no polling; all three WAKE_COALESCE_MS later, so that a
+// busy moment's commits go in one claim), and when a retry it scheduled falls due. While idle it polls
+// only every KASSA_WORKER_POLL_MS (the safety poll: work it was not told about, such as expired leases).
+import { listenForOutbox, watchSqliteCommits } from '../../db/listen.ts';
 import type { WorkerLoop } from '../../worker/runner.ts';
 import { deliveryWorker, stopDeliveryWorker } from './worker.ts';
 
@@ -24,7 +25,10 @@ export const webhookLoops: WorkerLoop[] = [
       deliveryWorker(ctx).wakeLoop = wake;
       const unsubscribe = ctx.outbox.subscribe(() => wake(WAKE_COALESCE_MS));
       const database = ctx.config.database;
-      const listener = database.kind === 'postgres' ? listenForOutbox(database, () => wake(WAKE_COALESCE_MS)) : null;
+      const listener =
+        database.kind === 'postgres'
+          ? listenForOutbox(database, () => wake(WAKE_COALESCE_MS))
+          : watchSqliteCommits(database.file, () => wake(WAKE_COALESCE_MS));
       return async () => {
         unsubscribe();
         await listener?.close();
