@@ -31,7 +31,7 @@ export interface Config {
   dataDir: string;
   database:
     | { kind: 'sqlite'; file: string }
-    | { kind: 'postgres'; url: string; schema: string | null; poolSize: number };
+    | { kind: 'postgres'; url: string; schema: string | null; poolSize: number; namedStatements: boolean };
   secretKey: Buffer;
   /** Production's provider; the sandbox always uses the simulator. */
   provider: 'simulator' | 'stripe';
@@ -228,6 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
       url: databaseUrl,
       schema,
       poolSize: int(env, 'KASSA_DB_POOL_SIZE', 10, 1, 500),
+      namedStatements: bool(env, 'KASSA_DB_NAMED_STATEMENTS', true),
     };
   } else {
     database = { kind: 'sqlite', file: join(dataDir, 'kassa.sqlite') };

@@ -6,6 +6,7 @@ import type { Config, DatabaseKind } from '../config.ts';
 import type { Database, Executor } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 import { OutboxSignal, outboxChannel, signallingDialect } from './outbox-signal.ts';
+import { nameHotStatements } from './prepared.ts';
 import { ensurePrivateDatabase, ensurePrivateDir } from './private-files.ts';
 import { openSqlite } from './sqlite-driver.ts';
 
@@ -40,6 +41,7 @@ export function openDatabase(config: Config['database']): DbHandle {
     max: config.poolSize,
     options: config.schema ? `-c search_path=${config.schema}` : undefined,
   });
+  if (config.namedStatements) pool.on('connect', nameHotStatements);
   const outbox = new OutboxSignal();
   const dialect = signallingDialect(new PostgresDialect({ pool }), outbox, outboxChannel(config.schema));
   const db = new Kysely<Database>({ dialect });

@@ -7,6 +7,26 @@ import type { Compilable, CompiledQuery, Insertable, Selectable } from 'kysely';
 import { isPostgres } from './connection.ts';
 import type { Database, Executor } from './database.ts';
 
+/**
+ * On PostgreSQL the prepared queries also go by name: the SQL of each, once compiled, gets a name here,
+ * and each pool connection sends it as a named statement (`nameHotStatements`), which PostgreSQL parses
+ * and plans once per connection instead of at every call. KASSA_DB_NAMED_STATEMENTS=false turns this
+ * off (a pooler in transaction mode without prepared-statement support needs that).
+ */
+const statementNames = new Map<string, string>();
+
+type QueryFunction = (...args: unknown[]) => unknown;
+
+/** Makes `client` send the SQL of prepared queries as named statements (pg's `{ name, text, values }`). */
+export function nameHotStatements(client: { query: QueryFunction }): void {
+  const query = client.query.bind(client) as QueryFunction;
+  client.query = (...args: unknown[]) => {
+    const [text, values] = args;
+    const name = args.length === 2 && typeof text === 'string' ? statementNames.get(text) : undefined;
+    return name === undefined ? query(...args) : query({ name, text, values });
+  };
+}
+
 /** A placeholder no real parameter can equal: NUL is refused in every request and never stored. */
 const SLOT = '\u0000kassa-slot:';
 
@@ -38,6 +58,8 @@ export function prepareQuery<Args extends unknown[], Row>(
       );
       compiled = { query, slots };
       byDialect.set(dialect, compiled);
+      if (dialect === 'postgres' && !statementNames.has(query.sql))
+        statementNames.set(query.sql, `kassa_${statementNames.size + 1}`);
     }
     return compiled;
   }
