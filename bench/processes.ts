@@ -1,7 +1,7 @@
 // Child processes of the benchmark: the real service, the bare Fastify server, the CLI and autocannon.
 // Each runs in its own process so the load generator never shares a CPU queue with what it measures.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 
@@ -129,6 +129,35 @@ export function cpuSeconds(pid: number | undefined): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds used so far by the local PostgreSQL server: every process named `postgres` (the backends
+ * serving the connections, and in the postmaster's children fields the backends that have exited).
+ * Null when /proc cannot be read or no such process runs here.
+ */
+export function postgresCpuSeconds(): number | null {
+  let total = 0;
+  let found = false;
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      found = true;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return found ? total / USER_HZ : null;
 }
 
 /** The 1-minute load average, rounded: printed beside every figure, since a busy machine lowers them all. */

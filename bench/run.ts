@@ -24,6 +24,7 @@ import {
   type Child,
   cpuSeconds,
   load1,
+  postgresCpuSeconds,
   procMemoryMB,
   ROOT,
   resetPeakRss,
@@ -129,6 +130,7 @@ async function benchBare(rows: Row[]): Promise<Bare> {
     const measured = requestRow(result, {
       serviceCpuS: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
       statements: null,
+      databaseCpuS: null,
     });
     const cost = cpuCost(measured);
     rows.push({
@@ -197,6 +199,7 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
       paid: [],
       serviceCpu: () => cpuSeconds(service?.process.pid),
       serviceStatements: () => statementsSent(started.url),
+      databaseCpu: () => (kind === 'postgres' ? postgresCpuSeconds() : null),
     };
     for (const scenario of SCENARIOS) {
       if (ONLY && !scenario.name.includes(ONLY)) continue;
@@ -265,6 +268,7 @@ function printTable(rows: Row[], runs: ServiceRun[]): void {
       'vs bare',
       'CPU µs/op',
       'SQL/op',
+      'DB µs/op',
       'vs bare (CPU)',
       'peak RSS MB',
       'load',
@@ -280,13 +284,14 @@ function printTable(rows: Row[], runs: ServiceRun[]): void {
       row.ratioToBare === null ? '-' : `${(row.ratioToBare * 100).toFixed(1)}%`,
       format(row.cpuUsPerOp),
       row.statements === null || row.total === 0 ? '-' : (row.statements / row.total).toFixed(1),
+      row.databaseCpuS === null || row.total === 0 ? '-' : ((row.databaseCpuS * 1e6) / row.total).toFixed(0),
       row.cpuRatioToBare === null ? '-' : `${(row.cpuRatioToBare * 100).toFixed(1)}%`,
       format(row.peakRssMB),
       row.load1.toFixed(2),
     ]),
   ];
   const widths = table[0].map((_, column) => Math.max(...table.map((line) => line[column].length)));
-  const numeric = new Set([2, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  const numeric = new Set([2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
   const line = (cells: string[]) =>
     cells.map((cell, i) => (numeric.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ');
   console.log(`\n${line(table[0])}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);

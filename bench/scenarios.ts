@@ -24,6 +24,8 @@ export interface ScenarioContext {
   serviceCpu(): number | null;
   /** SQL statements the service has sent so far (kassa_db_statements_total in its /metrics). */
   serviceStatements(): Promise<number | null>;
+  /** CPU seconds the local PostgreSQL server has used so far (null on SQLite). */
+  databaseCpu(): number | null;
 }
 
 export interface ScenarioResult {
@@ -40,11 +42,13 @@ export interface ScenarioResult {
   serviceCpuS: number | null;
   /** SQL statements the service sent during the measured part (BEGIN and COMMIT included). */
   statements: number | null;
+  /** CPU seconds the PostgreSQL server spent during the measured part (null on SQLite). */
+  databaseCpuS: number | null;
   note?: string;
 }
 
 /** What the service spent on a measured part: CPU seconds and SQL statements. */
-export type Spent = Pick<ScenarioResult, 'serviceCpuS' | 'statements'>;
+export type Spent = Pick<ScenarioResult, 'serviceCpuS' | 'statements' | 'databaseCpuS'>;
 
 export interface Scenario {
   name: string;
@@ -93,9 +97,11 @@ async function outboxQuiet(webhooks: WebhookBench, timeoutMs = 60_000): Promise<
 /** Runs `work` and returns its result with the service CPU seconds and SQL statements it took. */
 async function timed<T>(context: ScenarioContext, work: () => Promise<T>): Promise<[T, Spent]> {
   const statementsBefore = await context.serviceStatements();
+  const databaseBefore = context.databaseCpu();
   const before = context.serviceCpu();
   const result = await work();
   const after = context.serviceCpu();
+  const databaseAfter = context.databaseCpu();
   const statementsAfter = await context.serviceStatements();
   return [
     result,
@@ -103,6 +109,10 @@ async function timed<T>(context: ScenarioContext, work: () => Promise<T>): Promi
       serviceCpuS: before === null || after === null ? null : Math.round((after - before) * 100) / 100,
       statements:
         statementsBefore === null || statementsAfter === null ? null : statementsAfter - statementsBefore,
+      databaseCpuS:
+        databaseBefore === null || databaseAfter === null
+          ? null
+          : Math.round((databaseAfter - databaseBefore) * 100) / 100,
     },
   ];
 }
