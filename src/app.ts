@@ -30,6 +30,7 @@ import { payoutRoutes } from './modules/payouts/routes.ts';
 import { productRoutes } from './modules/products/routes.ts';
 import { refundApiRoutes, refundSessionRoutes } from './modules/refunds/routes.ts';
 import { searchRoutes } from './modules/search/routes.ts';
+import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { walletRoutes } from './modules/wallet/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
 
@@ -60,6 +61,7 @@ const SESSION_AND_PUBLIC_ROUTES: ((app: App, options: RouteOptions) => Promise<v
   searchRoutes,
   devMailRoutes,
   providerRoutes,
+  subscriptionRoutes,
 ];
 
 /** API-key endpoints, registered under /api (production keys) and /sandbox/api (sandbox keys). */

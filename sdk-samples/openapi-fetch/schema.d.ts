@@ -1304,6 +1304,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/subscriptions/plans/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List subscription plans of one environment
+         * @description Permission: subscriptions:read (roles: owner, admin, support, viewer).
+         */
+        get: operations["getSubscriptionsPlans"];
+        put?: never;
+        /**
+         * Create a subscription plan
+         * @description Permission: subscriptions:write (roles: owner, admin).
+         */
+        post: operations["postSubscriptionsPlans"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/subscriptions/plans/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a subscription plan with its figures
+         * @description Permission: subscriptions:read (roles: owner, admin, support, viewer).
+         */
+        get: operations["getSubscriptionsPlansById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Rename a plan or stop (or resume) its signups
+         * @description Permission: subscriptions:write (roles: owner, admin).
+         */
+        patch: operations["updateSubscriptionsPlansById"];
+        trace?: never;
+    };
     "/api/transactions/{id}/refund/": {
         parameters: {
             query?: never;
@@ -8098,6 +8146,385 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscriptionsPlans: {
+        parameters: {
+            query?: {
+                /** @description production (default) or sandbox. */
+                environment?: "production" | "sandbox";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plans of one environment, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description plan_ + 14 base62 characters. */
+                        id: string;
+                        name: string;
+                        /** @example 12.50 */
+                        amount: string;
+                        currency: "USD" | "EUR";
+                        /** @description The unit of a period. */
+                        interval: "day" | "week" | "month" | "year";
+                        /** @description Units per period. */
+                        interval_count: number;
+                        trial_days: number;
+                        environment: "production" | "sandbox";
+                        /** @description Whether the plan takes new signups. */
+                        is_active: boolean;
+                        /** @description The public signup page: {KASSA_PUBLIC_URL}/subscribe/{id}. */
+                        signup_url: string;
+                        stats: {
+                            /** @description Subscriptions of this plan that are not canceled. */
+                            active_subscriptions: number;
+                            /** @description Monthly recurring revenue of its active and past-due subscriptions, in the plan currency (a year is 12 months, a month 365/12 days). */
+                            mrr: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    }[];
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsPlans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description The price of one period, a decimal with at most 2 places, greater than 0. */
+                    amount: string | number;
+                    currency?: "USD" | "EUR";
+                    /** @description The unit of a period. */
+                    interval: "day" | "week" | "month" | "year";
+                    interval_count?: number;
+                    trial_days?: number;
+                    environment?: "production" | "sandbox";
+                };
+            };
+        };
+        responses: {
+            /** @description A subscription plan. Its price, currency and interval never change: a new price is a new plan. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description plan_ + 14 base62 characters. */
+                        id: string;
+                        name: string;
+                        /** @example 12.50 */
+                        amount: string;
+                        currency: "USD" | "EUR";
+                        /** @description The unit of a period. */
+                        interval: "day" | "week" | "month" | "year";
+                        /** @description Units per period. */
+                        interval_count: number;
+                        trial_days: number;
+                        environment: "production" | "sandbox";
+                        /** @description Whether the plan takes new signups. */
+                        is_active: boolean;
+                        /** @description The public signup page: {KASSA_PUBLIC_URL}/subscribe/{id}. */
+                        signup_url: string;
+                        stats: {
+                            /** @description Subscriptions of this plan that are not canceled. */
+                            active_subscriptions: number;
+                            /** @description Monthly recurring revenue of its active and past-due subscriptions, in the plan currency (a year is 12 months, a month 365/12 days). */
+                            mrr: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscriptionsPlansById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A subscription plan. Its price, currency and interval never change: a new price is a new plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description plan_ + 14 base62 characters. */
+                        id: string;
+                        name: string;
+                        /** @example 12.50 */
+                        amount: string;
+                        currency: "USD" | "EUR";
+                        /** @description The unit of a period. */
+                        interval: "day" | "week" | "month" | "year";
+                        /** @description Units per period. */
+                        interval_count: number;
+                        trial_days: number;
+                        environment: "production" | "sandbox";
+                        /** @description Whether the plan takes new signups. */
+                        is_active: boolean;
+                        /** @description The public signup page: {KASSA_PUBLIC_URL}/subscribe/{id}. */
+                        signup_url: string;
+                        stats: {
+                            /** @description Subscriptions of this plan that are not canceled. */
+                            active_subscriptions: number;
+                            /** @description Monthly recurring revenue of its active and past-due subscriptions, in the plan currency (a year is 12 months, a month 365/12 days). */
+                            mrr: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateSubscriptionsPlansById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description Only the name and is_active change; any other field is a 400. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    is_active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description A subscription plan. Its price, currency and interval never change: a new price is a new plan. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description plan_ + 14 base62 characters. */
+                        id: string;
+                        name: string;
+                        /** @example 12.50 */
+                        amount: string;
+                        currency: "USD" | "EUR";
+                        /** @description The unit of a period. */
+                        interval: "day" | "week" | "month" | "year";
+                        /** @description Units per period. */
+                        interval_count: number;
+                        trial_days: number;
+                        environment: "production" | "sandbox";
+                        /** @description Whether the plan takes new signups. */
+                        is_active: boolean;
+                        /** @description The public signup page: {KASSA_PUBLIC_URL}/subscribe/{id}. */
+                        signup_url: string;
+                        stats: {
+                            /** @description Subscriptions of this plan that are not canceled. */
+                            active_subscriptions: number;
+                            /** @description Monthly recurring revenue of its active and past-due subscriptions, in the plan currency (a year is 12 months, a month 365/12 days). */
+                            mrr: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

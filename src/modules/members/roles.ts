@@ -26,6 +26,11 @@ export const PERMISSIONS = {
   'payment_links:read': { roles: ['owner', 'admin', 'support', 'viewer'], doing: 'viewing payment links' },
   'payment_links:write': { roles: ['owner', 'admin'], doing: 'changing payment links' },
   'payments:read': { roles: ROLES, doing: 'viewing payments' },
+  'subscriptions:read': {
+    roles: ['owner', 'admin', 'support', 'viewer'],
+    doing: 'viewing subscriptions',
+  },
+  'subscriptions:write': { roles: ['owner', 'admin'], doing: 'changing subscriptions' },
   'refunds:read': { roles: ROLES, doing: 'viewing refunds' },
   'refunds:write': { roles: ['owner', 'admin', 'support'], doing: 'refunding payments' },
   'wallet:read': { roles: ['owner', 'admin', 'support', 'viewer'], doing: 'viewing the wallet' },

@@ -42,7 +42,8 @@ export interface ProductInput {
   is_active?: boolean;
 }
 
-function cleanName(name: string): string {
+/** A name with its surrounding blanks removed; a blank one is a 400. */
+export function cleanName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed) throw new ValidationError('name: may not be blank.');
   return trimmed;

@@ -1,0 +1,45 @@
+// Session endpoints of subscriptions: /api/subscriptions/plans/ and /api/subscriptions/plans/{id}/.
+// No API key reaches them (sessionAuth): subscriptions are managed in the dashboard only.
+import { Type } from 'typebox';
+import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import type { App, RouteOptions } from '../../http/types.ts';
+import { actorOf } from '../audit/record.ts';
+import { EnvironmentQuery } from '../organizations/schemas.ts';
+import { createPlan, getPlan, listPlans, updatePlan } from './plans.ts';
+import { CreatePlanBody, Plan, PlanList, UpdatePlanBody } from './schemas.ts';
+
+// No length limit on the id: anything that is not a plan id of this organization is a 404.
+const IdParam = Type.Object({ id: Type.String() });
+
+export async function subscriptionRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('preValidation', sessionAuth(ctx));
+
+  app.get(
+    '/subscriptions/plans/',
+    { schema: { querystring: EnvironmentQuery, response: { 200: PlanList } } },
+    async (request) =>
+      listPlans(ctx, sessionOf(request).organizationId, request.query.environment ?? 'production'),
+  );
+
+  app.post(
+    '/subscriptions/plans/',
+    { schema: { body: CreatePlanBody, response: { 201: Plan } } },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(await createPlan(ctx, sessionOf(request).organizationId, request.body, actorOf(request))),
+  );
+
+  app.get(
+    '/subscriptions/plans/:id/',
+    { schema: { params: IdParam, response: { 200: Plan } } },
+    async (request) => getPlan(ctx, sessionOf(request).organizationId, request.params.id),
+  );
+
+  app.patch(
+    '/subscriptions/plans/:id/',
+    { schema: { params: IdParam, body: UpdatePlanBody, response: { 200: Plan } } },
+    async (request) =>
+      updatePlan(ctx, sessionOf(request).organizationId, request.params.id, request.body, actorOf(request)),
+  );
+}
