@@ -12,6 +12,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
+import { insertSubscription } from './helpers/subscriptions.ts';
 
 interface Plan {
   id: string;
@@ -224,43 +225,8 @@ describe(`subscription plans (${DB_KIND})`, () => {
     const quarterly = (
       await create({ name: 'Quarterly', amount: '30.00', interval: 'month', interval_count: 3 })
     ).body;
-    const plans = await server.ctx.db
-      .selectFrom('subscription_plans')
-      .select(['id', 'public_id'])
-      .where('public_id', 'in', [weekly.id, yearly.id, quarterly.id])
-      .execute();
-    const planId = (publicId: string) => plans.find((row) => row.public_id === publicId)?.id as number;
-    const now = new Date().toISOString();
-    let n = 0;
-    const subscribe = async (publicId: string, status: 'trialing' | 'active' | 'past_due' | 'canceled') => {
-      n += 1;
-      await server.ctx.db
-        .insertInto('subscriptions')
-        .values({
-          public_id: `SU${String(n).padStart(16, '0')}`,
-          organization_id: owner.organizationId,
-          environment: 'production',
-          plan_id: planId(publicId),
-          status,
-          customer_email: `c${n}@example.com`,
-          customer_name: null,
-          provider: 'simulator',
-          provider_customer_id: `cus_${n}`,
-          payment_method_id: `pm_${n}`,
-          card_brand: 'visa',
-          card_last4: '4242',
-          card_exp_month: 12,
-          card_exp_year: 2030,
-          anchor_at: now,
-          trial_end: null,
-          next_renewal_at: null,
-          canceled_at: status === 'canceled' ? now : null,
-          cancel_reason: status === 'canceled' ? 'merchant' : null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-    };
+    const subscribe = (planPublicId: string, status: 'trialing' | 'active' | 'past_due' | 'canceled') =>
+      insertSubscription(server, { organizationId: owner.organizationId, planPublicId, status });
     for (const status of ['active', 'active', 'past_due', 'trialing', 'canceled'] as const)
       await subscribe(weekly.id, status);
     await subscribe(yearly.id, 'active');

@@ -1352,6 +1352,66 @@ export interface paths {
         patch: operations["updateSubscriptionsPlansById"];
         trace?: never;
     };
+    "/api/subscriptions/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List subscriptions (filters, search, pages)
+         * @description Permission: subscriptions:read (roles: owner, admin, support, viewer).
+         */
+        get: operations["getSubscriptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/subscriptions/{id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a subscription with its cycles
+         * @description Permission: subscriptions:read (roles: owner, admin, support, viewer).
+         */
+        get: operations["getSubscriptionsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/subscriptions/{id}/cancel/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a subscription now or at the end of its period
+         * @description Permission: subscriptions:write (roles: owner, admin).
+         */
+        post: operations["postSubscriptionsByIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/transactions/{id}/refund/": {
         parameters: {
             query?: never;
@@ -8492,6 +8552,346 @@ export interface operations {
                         created_at: string;
                         /** Format: date-time */
                         updated_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscriptions: {
+        parameters: {
+            query?: {
+                /** @description trialing, active, past_due or canceled. */
+                status?: unknown;
+                /** @description A plan id (plan_…). */
+                plan?: unknown;
+                /** @description production (default) or sandbox. */
+                environment?: unknown;
+                /** @description Part of the customer's email or name (case-insensitive). */
+                search?: unknown;
+                /** @description From 1. */
+                page?: unknown;
+                /** @description Default 20, at most 100. */
+                page_size?: unknown;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        count: number;
+                        next: string | null;
+                        previous: string | null;
+                        results: {
+                            /** @description SU + 16 base62 characters. */
+                            id: string;
+                            plan: {
+                                id: string;
+                                name: string;
+                            };
+                            /** @description trialing, active, past_due or canceled. */
+                            status: "trialing" | "active" | "past_due" | "canceled";
+                            environment: "production" | "sandbox";
+                            customer_email: string;
+                            customer_name: string | null;
+                            /** @description The saved card renewals are charged to. */
+                            card: {
+                                brand: string;
+                                last4: string;
+                                exp_month: number;
+                                exp_year: number;
+                            };
+                            /** Format: date-time */
+                            current_period_start: string;
+                            /** Format: date-time */
+                            current_period_end: string;
+                            trial_end: string | null;
+                            cancel_at_period_end: boolean;
+                            canceled_at: string | null;
+                            cancel_reason: ("merchant" | "payment_failed") | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscriptionsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A subscription with its cycles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SU + 16 base62 characters. */
+                        id: string;
+                        plan: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description trialing, active, past_due or canceled. */
+                        status: "trialing" | "active" | "past_due" | "canceled";
+                        environment: "production" | "sandbox";
+                        customer_email: string;
+                        customer_name: string | null;
+                        /** @description The saved card renewals are charged to. */
+                        card: {
+                            brand: string;
+                            last4: string;
+                            exp_month: number;
+                            exp_year: number;
+                        };
+                        /** Format: date-time */
+                        current_period_start: string;
+                        /** Format: date-time */
+                        current_period_end: string;
+                        trial_end: string | null;
+                        cancel_at_period_end: boolean;
+                        canceled_at: string | null;
+                        cancel_reason: ("merchant" | "payment_failed") | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description Newest first. */
+                        cycles: {
+                            period_index: number;
+                            /** Format: date-time */
+                            period_start: string;
+                            /** Format: date-time */
+                            period_end: string;
+                            /** @example 12.50 */
+                            amount: string;
+                            currency: "USD" | "EUR";
+                            /** @description processing, paid, retrying, uncollectible or void (never charged). */
+                            status: "processing" | "paid" | "retrying" | "uncollectible" | "void";
+                            attempts: number;
+                            next_attempt_at: string | null;
+                            transaction_id: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true (default): at the end of the current period; false: now. */
+                    at_period_end?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description A subscription with its cycles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SU + 16 base62 characters. */
+                        id: string;
+                        plan: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description trialing, active, past_due or canceled. */
+                        status: "trialing" | "active" | "past_due" | "canceled";
+                        environment: "production" | "sandbox";
+                        customer_email: string;
+                        customer_name: string | null;
+                        /** @description The saved card renewals are charged to. */
+                        card: {
+                            brand: string;
+                            last4: string;
+                            exp_month: number;
+                            exp_year: number;
+                        };
+                        /** Format: date-time */
+                        current_period_start: string;
+                        /** Format: date-time */
+                        current_period_end: string;
+                        trial_end: string | null;
+                        cancel_at_period_end: boolean;
+                        canceled_at: string | null;
+                        cancel_reason: ("merchant" | "payment_failed") | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description Newest first. */
+                        cycles: {
+                            period_index: number;
+                            /** Format: date-time */
+                            period_start: string;
+                            /** Format: date-time */
+                            period_end: string;
+                            /** @example 12.50 */
+                            amount: string;
+                            currency: "USD" | "EUR";
+                            /** @description processing, paid, retrying, uncollectible or void (never charged). */
+                            status: "processing" | "paid" | "retrying" | "uncollectible" | "void";
+                            attempts: number;
+                            next_attempt_at: string | null;
+                            transaction_id: string | null;
+                        }[];
                     };
                 };
             };

@@ -1,12 +1,22 @@
-// Session endpoints of subscriptions: /api/subscriptions/plans/ and /api/subscriptions/plans/{id}/.
+// Session endpoints of subscriptions: plans, and the subscriptions themselves (list, detail, cancel).
 // No API key reaches them (sessionAuth): subscriptions are managed in the dashboard only.
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { EnvironmentQuery } from '../organizations/schemas.ts';
+import { cancelSubscription, getSubscription, listSubscriptions } from './manage.ts';
 import { createPlan, getPlan, listPlans, updatePlan } from './plans.ts';
-import { CreatePlanBody, Plan, PlanList, UpdatePlanBody } from './schemas.ts';
+import {
+  CancelBody,
+  CreatePlanBody,
+  Plan,
+  PlanList,
+  SubscriptionDetail,
+  SubscriptionListQuery,
+  SubscriptionPage,
+  UpdatePlanBody,
+} from './schemas.ts';
 
 // No length limit on the id: anything that is not a plan id of this organization is a 404.
 const IdParam = Type.Object({ id: Type.String() });
@@ -41,5 +51,37 @@ export async function subscriptionRoutes(app: App, { ctx }: RouteOptions) {
     { schema: { params: IdParam, body: UpdatePlanBody, response: { 200: Plan } } },
     async (request) =>
       updatePlan(ctx, sessionOf(request).organizationId, request.params.id, request.body, actorOf(request)),
+  );
+
+  app.get(
+    '/subscriptions/',
+    { schema: { querystring: SubscriptionListQuery, response: { 200: SubscriptionPage } } },
+    async (request) => listSubscriptions(ctx, sessionOf(request).organizationId, request),
+  );
+
+  app.get(
+    '/subscriptions/:id/',
+    { schema: { params: IdParam, response: { 200: SubscriptionDetail } } },
+    async (request) => getSubscription(ctx, sessionOf(request).organizationId, request.params.id),
+  );
+
+  app.post(
+    '/subscriptions/:id/cancel/',
+    {
+      // No body at all is the default, as `{}` is: cancel at the period's end.
+      preValidation: (request, _reply, done) => {
+        if (request.body === undefined || request.body === null) request.body = {};
+        done();
+      },
+      schema: { params: IdParam, body: CancelBody, response: { 200: SubscriptionDetail } },
+    },
+    async (request) =>
+      cancelSubscription(
+        ctx,
+        sessionOf(request).organizationId,
+        request.params.id,
+        request.body?.at_period_end ?? true,
+        actorOf(request),
+      ),
   );
 }

@@ -1,6 +1,6 @@
-// Request and response schemas of the subscription plans endpoints (dashboard sessions only).
+// Request and response schemas of the subscriptions endpoints (dashboard sessions only).
 import { Type } from 'typebox';
-import { Currency, Environment, Money, Shape, Timestamp } from '../../http/schemas.ts';
+import { Currency, Environment, Money, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
 
 export const IntervalSchema = Type.Union(
   [Type.Literal('day'), Type.Literal('week'), Type.Literal('month'), Type.Literal('year')],
@@ -64,4 +64,89 @@ export const UpdatePlanBody = Type.Object(
     additionalProperties: false,
     description: 'Only the name and is_active change; any other field is a 400.',
   },
+);
+
+const SubscriptionStatus = Type.Union(
+  [Type.Literal('trialing'), Type.Literal('active'), Type.Literal('past_due'), Type.Literal('canceled')],
+  { description: 'trialing, active, past_due or canceled.' },
+);
+
+const subscriptionFields = {
+  id: Type.String({ description: 'SU + 16 base62 characters.' }),
+  plan: Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false }),
+  status: SubscriptionStatus,
+  environment: Environment,
+  customer_email: Type.String(),
+  customer_name: Nullable(Type.String()),
+  card: Type.Object(
+    {
+      brand: Type.String(),
+      last4: Type.String(),
+      exp_month: Type.Integer({ minimum: 1, maximum: 12 }),
+      exp_year: Type.Integer(),
+    },
+    { additionalProperties: false, description: 'The saved card renewals are charged to.' },
+  ),
+  current_period_start: Timestamp,
+  current_period_end: Timestamp,
+  trial_end: Nullable(Timestamp),
+  cancel_at_period_end: Type.Boolean(),
+  canceled_at: Nullable(Timestamp),
+  cancel_reason: Nullable(Type.Union([Type.Literal('merchant'), Type.Literal('payment_failed')])),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+
+export const Subscription = Shape(subscriptionFields, "A customer's subscription to a plan.");
+
+export const SubscriptionPage = Page(Subscription, 'A page of subscriptions, newest first.');
+
+const Cycle = Shape(
+  {
+    period_index: Type.Integer({ minimum: 0 }),
+    period_start: Timestamp,
+    period_end: Timestamp,
+    amount: Money,
+    currency: Currency,
+    status: Type.Union(
+      [
+        Type.Literal('processing'),
+        Type.Literal('paid'),
+        Type.Literal('retrying'),
+        Type.Literal('uncollectible'),
+        Type.Literal('void'),
+      ],
+      { description: 'processing, paid, retrying, uncollectible or void (never charged).' },
+    ),
+    attempts: Type.Integer({ minimum: 0, maximum: 5 }),
+    next_attempt_at: Nullable(Timestamp),
+    transaction_id: Nullable(Type.String({ description: 'The payment (TX…) that paid the period.' })),
+  },
+  'One period of a subscription and its charge.',
+);
+
+export const SubscriptionDetail = Shape(
+  { ...subscriptionFields, cycles: Type.Array(Cycle, { description: 'Newest first.' }) },
+  'A subscription with its cycles.',
+);
+
+/** A documented query parameter; listSubscriptions checks it (a bad or repeated one is a 400 naming it). */
+const QueryParam = (description: string) => Type.Optional(Type.Unknown({ description }));
+
+export const SubscriptionListQuery = Type.Object({
+  status: QueryParam('trialing, active, past_due or canceled.'),
+  plan: QueryParam('A plan id (plan_…).'),
+  environment: QueryParam('production (default) or sandbox.'),
+  search: QueryParam("Part of the customer's email or name (case-insensitive)."),
+  page: QueryParam('From 1.'),
+  page_size: QueryParam('Default 20, at most 100.'),
+});
+
+export const CancelBody = Type.Object(
+  {
+    at_period_end: Type.Optional(
+      Type.Boolean({ description: 'true (default): at the end of the current period; false: now.' }),
+    ),
+  },
+  { additionalProperties: false },
 );

@@ -1,0 +1,97 @@
+// Subscriptions made directly in the database, for tests of the merchant's side while no customer can
+// sign up through the hosted page yet. The card is the simulator's test card; nothing is charged.
+import { newPublicId } from '../../src/lib/ids.ts';
+import type { CycleStatus, SubscriptionStatus } from '../../src/modules/subscriptions/dunning.ts';
+import type { TestServer } from './server.ts';
+
+let counter = 0;
+
+export interface SubscriptionSeed {
+  organizationId: number;
+  planPublicId: string;
+  status: SubscriptionStatus;
+  email?: string;
+  name?: string | null;
+  /** The billing anchor (ISO); default now. */
+  anchorAt?: string;
+  trialEnd?: string | null;
+  createdAt?: string;
+}
+
+/** Inserts a subscription of the plan (in the plan's environment); returns its public id and row id. */
+export async function insertSubscription(server: TestServer, seed: SubscriptionSeed) {
+  counter += 1;
+  const db = server.ctx.db;
+  const plan = await db
+    .selectFrom('subscription_plans')
+    .select(['id', 'environment'])
+    .where('public_id', '=', seed.planPublicId)
+    .executeTakeFirstOrThrow();
+  const now = new Date().toISOString();
+  const canceled = seed.status === 'canceled';
+  const row = await db
+    .insertInto('subscriptions')
+    .values({
+      public_id: newPublicId('subscription'),
+      organization_id: seed.organizationId,
+      environment: plan.environment,
+      plan_id: plan.id,
+      status: seed.status,
+      customer_email: seed.email ?? `customer${counter}@example.com`,
+      customer_name: seed.name === undefined ? `Customer ${counter}` : seed.name,
+      provider: 'simulator',
+      provider_customer_id: `simcus_${counter}`,
+      payment_method_id: `simpm_${counter}`,
+      card_brand: 'visa',
+      card_last4: '4242',
+      card_exp_month: 12,
+      card_exp_year: 2030,
+      anchor_at: seed.anchorAt ?? now,
+      trial_end: seed.trialEnd ?? null,
+      next_renewal_at: null,
+      canceled_at: canceled ? now : null,
+      cancel_reason: canceled ? 'merchant' : null,
+      created_at: seed.createdAt ?? now,
+      updated_at: now,
+    })
+    .returning(['id', 'public_id'])
+    .executeTakeFirstOrThrow();
+  return { id: row.id, publicId: row.public_id };
+}
+
+/** Inserts a cycle of a subscription. */
+export async function insertCycle(
+  server: TestServer,
+  subscription: { id: number },
+  cycle: {
+    organizationId: number;
+    periodIndex: number;
+    start: string;
+    end: string;
+    amount: number;
+    status: CycleStatus;
+    leaseUntil?: string;
+  },
+) {
+  const now = new Date().toISOString();
+  await server.ctx.db
+    .insertInto('subscription_cycles')
+    .values({
+      subscription_id: subscription.id,
+      organization_id: cycle.organizationId,
+      environment: 'production',
+      period_index: cycle.periodIndex,
+      period_start: cycle.start,
+      period_end: cycle.end,
+      amount: cycle.amount,
+      currency: 'USD',
+      status: cycle.status,
+      attempts: cycle.status === 'retrying' ? 1 : 0,
+      next_attempt_at: cycle.status === 'retrying' || cycle.status === 'processing' ? cycle.end : null,
+      leased_by: cycle.leaseUntil ? 'test-worker' : null,
+      lease_until: cycle.leaseUntil ?? null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
