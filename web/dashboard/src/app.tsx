@@ -17,6 +17,7 @@ import { ReauthDialog } from './pages/reauth-dialog.tsx';
 import { RefundsPage } from './pages/refunds.tsx';
 import { SecurityPage } from './pages/security.tsx';
 import { SettingsPage } from './pages/settings.tsx';
+import { PlansPage, SubscriptionDetailPage, SubscriptionsPage } from './pages/subscriptions.tsx';
 import { TeamPage } from './pages/team.tsx';
 import { WalletPage } from './pages/wallet.tsx';
 import { SimulatedBanner } from './provider-notices.tsx';
@@ -39,6 +40,7 @@ const NAVIGATION: { to: string; label: string; section: string }[] = [
   { to: 'wallet', label: 'Wallet', section: 'wallet' },
   { to: 'links', label: 'Payment links', section: 'links' },
   { to: 'products', label: 'Products', section: 'products' },
+  { to: 'subscriptions', label: 'Subscriptions', section: 'subscriptions' },
   { to: 'payouts', label: 'Payouts', section: 'payouts' },
   { to: 'developers', label: 'Developers', section: 'developers' },
   { to: 'settings', label: 'Settings', section: 'settings' },
@@ -61,6 +63,8 @@ function page(route: Route, session: Session, onSessionChanged: () => void): Rea
   if (params) return <PaymentDetailPage id={params.id} />;
   params = match('links/:id', path);
   if (params) return <LinkDetailPage id={params.id} />;
+  params = match('subscriptions/:id', path);
+  if (params) return <SubscriptionDetailPage id={params.id} />;
   params = match('developers/:tab', path);
   if (params) return <DevelopersPage tab={params.tab} session={session} />;
   switch (path) {
@@ -74,6 +78,10 @@ function page(route: Route, session: Session, onSessionChanged: () => void): Rea
       return <LinksPage />;
     case 'products':
       return <ProductsPage />;
+    case 'subscriptions':
+      return <SubscriptionsPage query={route.query} />;
+    case 'plans':
+      return <PlansPage />;
     case 'payouts':
       return <PayoutsPage />;
     case 'developers':

@@ -311,3 +311,50 @@ export interface MailMessage {
   date: string | null;
   text: string;
 }
+
+export interface Plan {
+  id: string;
+  name: string;
+  amount: string;
+  currency: Currency;
+  interval: 'day' | 'week' | 'month' | 'year';
+  interval_count: number;
+  trial_days: number;
+  environment: Environment;
+  is_active: boolean;
+  signup_url: string;
+  stats: { active_subscriptions: number; mrr: string };
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SubscriptionCycle {
+  period_index: number;
+  period_start: string;
+  period_end: string;
+  amount: string;
+  currency: Currency;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  transaction_id: string | null;
+}
+
+export interface Subscription {
+  id: string;
+  plan: { id: string; name: string };
+  status: 'trialing' | 'active' | 'past_due' | 'canceled';
+  environment: Environment;
+  customer_email: string;
+  customer_name: string | null;
+  card: { brand: string; last4: string; exp_month: number; exp_year: number };
+  current_period_start: string;
+  current_period_end: string;
+  trial_end: string | null;
+  cancel_at_period_end: boolean;
+  canceled_at: string | null;
+  cancel_reason: 'merchant' | 'payment_failed' | null;
+  created_at: string;
+  updated_at: string;
+  cycles?: SubscriptionCycle[];
+}
