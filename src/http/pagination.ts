@@ -99,7 +99,20 @@ function pageUrl(request: FastifyRequest, page: number | null): string {
   const url = new URL(request.url.replace(/^\/+/, '/'), 'http://host.invalid');
   if (page === null || page === 1) url.searchParams.delete('page');
   else url.searchParams.set('page', String(page));
-  return `${request.protocol}://${request.host}${url.pathname}${url.search}`;
+  return `${request.protocol}://${linkHost(request)}${url.pathname}${url.search}`;
+}
+
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/**
+ * The Host the client named, when it is a host name or address (with a port); otherwise the address the
+ * client reached, so that a garbage Host header (`[`) still gives an absolute URL.
+ */
+function linkHost(request: FastifyRequest): string {
+  if (HOST.test(request.host)) return request.host;
+  const { localAddress, localPort } = request.socket;
+  const address = localAddress?.includes(':') ? `[${localAddress}]` : (localAddress ?? 'localhost');
+  return localPort ? `${address}:${localPort}` : address;
 }
 
 /** Wraps one page of results; a page past the end is DRF's 404 "Invalid page.". */

@@ -518,6 +518,8 @@ export function paramKind(operation: Operation, param: string): RefKind | null {
   if (path.includes('/members/')) return 'member';
   if (path.includes('/invitations/')) return 'invitation';
   if (path.includes('/auth/sessions/')) return 'session';
+  if (path.includes('/subscriptions/plans/')) return 'plan';
+  if (path.includes('/subscriptions/')) return 'subscription';
   return null;
 }
 

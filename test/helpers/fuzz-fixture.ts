@@ -11,6 +11,7 @@ import { authenticateSession, login } from '../../src/modules/auth/service.ts';
 import { createMerchant } from '../../src/modules/organizations/service.ts';
 import { jsonCall } from './fuzz.ts';
 import type { TestServer } from './server.ts';
+import { insertSubscription } from './subscriptions.ts';
 import { createPaidPayment } from './wallet-fixtures.ts';
 
 /** The kinds of identifier a request can name. */
@@ -30,7 +31,9 @@ export type RefKind =
   | 'slug'
   | 'member'
   | 'invitation'
-  | 'session';
+  | 'session'
+  | 'plan'
+  | 'subscription';
 
 export const REF_KINDS: RefKind[] = [
   'payment',
@@ -48,6 +51,8 @@ export const REF_KINDS: RefKind[] = [
   'slug',
   'member',
   'invitation',
+  'plan',
+  'subscription',
   'session',
 ];
 
@@ -144,6 +149,18 @@ export async function createOrgFixture(server: TestServer, name: string): Promis
       201,
     ),
   ];
+  const plan = await ok<{ id: string }>(
+    server,
+    'POST',
+    '/api/subscriptions/plans/',
+    { ...session, body: { name: 'Monthly', amount: '9.00', interval: 'month' } },
+    201,
+  );
+  const subscription = await insertSubscription(server, {
+    organizationId: merchant.organizationId,
+    planPublicId: plan.id,
+    status: 'active',
+  });
   const links = [];
   for (let i = 0; i < 3; i += 1) {
     links.push(
@@ -288,6 +305,8 @@ export async function createOrgFixture(server: TestServer, name: string): Promis
       member: team.members.map((m) => String(m.id)),
       invitation: [String(invitation.id)],
       session: sessions.map((s) => String(s.id)),
+      plan: [plan.id],
+      subscription: [subscription.publicId],
     },
     secrets: [merchant.password, merchant.token, firstKey, prodKey, sandboxKey, endpoint.raw_secret],
   };
