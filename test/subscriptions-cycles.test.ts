@@ -133,7 +133,9 @@ describe('subscription cycles in the database', () => {
     const claim = (workerId: string) =>
       server.ctx.db
         .transaction()
-        .execute((trx) => claimDueCycles(trx, { workerId, now: NOW, until: '2027-03-01T00:05:00.000Z' }, 10));
+        .execute((trx) =>
+          claimDueCycles(trx, { workerId, now: NOW, leaseNow: NOW, until: '2027-03-01T00:05:00.000Z' }, 10),
+        );
     const [a, b] = await Promise.all([claim('worker-a'), claim('worker-b')]);
     const winners = [...a, ...b].filter((row) => row.id === made.id);
     assert.equal(winners.length, 1);
@@ -149,7 +151,12 @@ describe('subscription cycles in the database', () => {
       (
         await claimDueCycles(
           server.ctx.db,
-          { workerId: 'c', now: '2027-03-01T00:04:59.999Z', until: '2027-03-01T00:10:00.000Z' },
+          {
+            workerId: 'c',
+            now: '2027-03-01T00:04:59.999Z',
+            leaseNow: '2027-03-01T00:04:59.999Z',
+            until: '2027-03-01T00:10:00.000Z',
+          },
           10,
         )
       )
@@ -159,7 +166,12 @@ describe('subscription cycles in the database', () => {
     );
     const later = await claimDueCycles(
       server.ctx.db,
-      { workerId: 'c', now: '2027-03-01T00:05:00.000Z', until: '2027-03-01T00:10:00.000Z' },
+      {
+        workerId: 'c',
+        now: '2027-03-01T00:05:00.000Z',
+        leaseNow: '2027-03-01T00:05:00.000Z',
+        until: '2027-03-01T00:10:00.000Z',
+      },
       10,
     );
     assert.deepEqual(
@@ -185,6 +197,7 @@ describe('subscription cycles in the database', () => {
     const lease = (workerId: string) => ({
       workerId,
       now: '2027-03-01T01:00:00.000Z',
+      leaseNow: '2027-03-01T01:00:00.000Z',
       until: '2027-03-01T01:05:00.000Z',
     });
     const claims = await Promise.all(

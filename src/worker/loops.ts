@@ -4,6 +4,7 @@ import { paymentOperationHandlers } from '../modules/payments/reconcile.ts';
 import { expireCheckouts, syncDuePayments } from '../modules/payments/sync.ts';
 import { refundOperationHandlers, syncRefunds } from '../modules/refunds/sync.ts';
 import { pruneExpiredRecords } from '../modules/retention/prune.ts';
+import { renewalOperationHandlers, runRenewals } from '../modules/subscriptions/renew.ts';
 import { releaseDueReserves } from '../modules/wallet/reserve.ts';
 import { webhookLoops } from '../modules/webhooks/loops.ts';
 import { type OperationHandlers, reconcileDue } from '../provider/operations/reconciler.ts';
@@ -13,6 +14,7 @@ import type { WorkerLoop } from './runner.ts';
 export const operationHandlers: OperationHandlers = {
   ...paymentOperationHandlers,
   ...refundOperationHandlers,
+  ...renewalOperationHandlers,
 };
 
 export const workerLoops: WorkerLoop[] = [
@@ -26,6 +28,8 @@ export const workerLoops: WorkerLoop[] = [
     run: (ctx) => reconcileDue(ctx, operationHandlers),
   },
   { name: 'refund-sync', intervalMs: (ctx) => ctx.config.syncIntervalMs, run: syncRefunds },
+  // Periods start at whole seconds of a schedule; a few seconds late is on time for a renewal.
+  { name: 'renewals', intervalMs: (ctx) => ctx.config.syncIntervalMs * 5, run: (ctx) => runRenewals(ctx) },
   { name: 'reserve-release', intervalMs: (ctx) => ctx.config.syncIntervalMs * 10, run: releaseDueReserves },
   ...webhookLoops,
 ];

@@ -95,3 +95,86 @@ export async function insertCycle(
     })
     .execute();
 }
+
+/**
+ * A subscription whose card is really saved at the simulator (a customer and a setup through the provider
+ * contract, as the signup does), with its first period due at `anchorAt`: the state a trial ending then
+ * leaves. `testClock`: the subscription starts on a test clock at the anchor (the worker leaves it alone).
+ */
+export async function subscribeWithSavedCard(
+  server: TestServer,
+  seed: {
+    organizationId: number;
+    planPublicId: string;
+    cardNumber: string;
+    anchorAt: string;
+    testClock?: boolean;
+    email?: string;
+  },
+) {
+  counter += 1;
+  const db = server.ctx.db;
+  const plan = await db
+    .selectFrom('subscription_plans')
+    .select(['id', 'environment'])
+    .where('public_id', '=', seed.planPublicId)
+    .executeTakeFirstOrThrow();
+  const provider = server.ctx.providers.forEnvironment(plan.environment);
+  const reference = newPublicId('subscription');
+  const email = seed.email ?? `saved${counter}@example.com`;
+  const { customerId } = await provider.createCustomer({
+    idempotencyKey: `kassa-customer-${reference}`,
+    reference,
+    environment: plan.environment,
+    email,
+    name: `Saved ${counter}`,
+    metadata: {},
+  });
+  const setup = await provider.setupCard({
+    idempotencyKey: `kassa-setup-${reference}`,
+    reference,
+    environment: plan.environment,
+    customerId,
+    card: { number: seed.cardNumber, expMonth: 12, expYear: 2034, cvc: '123', holderName: 'Saved Customer' },
+    metadata: {},
+  });
+  // A 3-D Secure card: the customer approves the simulator's challenge, as on the hosted page.
+  let state = setup.setup;
+  if (setup.outcome.status === 'requires_action' && setup.outcome.nextAction.type === 'simulator_challenge') {
+    await server.ctx.providers.simulator.answerChallenge(setup.outcome.nextAction.challengeId, 'approve');
+    state = state ? await provider.getSetup(state.setupId) : null;
+  }
+  const card = state?.savedCard;
+  if (!card)
+    throw new Error(`the simulator did not save ${seed.cardNumber}: ${JSON.stringify(setup.outcome)}`);
+  const now = new Date().toISOString();
+  const row = await db
+    .insertInto('subscriptions')
+    .values({
+      public_id: reference,
+      organization_id: seed.organizationId,
+      environment: plan.environment,
+      plan_id: plan.id,
+      status: 'trialing',
+      customer_email: email,
+      customer_name: `Saved ${counter}`,
+      provider: provider.name,
+      provider_customer_id: customerId,
+      payment_method_id: card.paymentMethodId,
+      card_brand: card.brand,
+      card_last4: card.last4,
+      card_exp_month: card.expMonth,
+      card_exp_year: card.expYear,
+      anchor_at: seed.anchorAt,
+      trial_end: seed.anchorAt,
+      next_renewal_at: seed.anchorAt,
+      test_clock_at: seed.testClock ? seed.anchorAt : null,
+      canceled_at: null,
+      cancel_reason: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returning(['id', 'public_id'])
+    .executeTakeFirstOrThrow();
+  return { id: row.id, publicId: row.public_id, paymentMethodId: card.paymentMethodId };
+}

@@ -14,6 +14,7 @@ import { accounts } from './010-accounts.ts';
 import { integrate } from './011-integrate.ts';
 import { dashboard } from './012-dashboard.ts';
 import { subscriptions } from './013-subscriptions.ts';
+import { renewals } from './014-renewals.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -30,5 +31,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '011_integrate': integrate(),
     '012_dashboard': dashboard(kind),
     '013_subscriptions': subscriptions(kind),
+    '014_renewals': renewals(),
   };
 }

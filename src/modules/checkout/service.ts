@@ -35,6 +35,8 @@ export interface NewCheckoutSession {
   /** The merchant's metadata and reference (API creation only). */
   metadata?: Record<string, string> | null;
   clientReferenceId?: string | null;
+  /** The subscription its payment is for (a signup or a renewal). */
+  subscriptionPublicId?: string | null;
 }
 
 /** Records a session and returns the interface's creation response. Validates the total's limits. */
@@ -102,6 +104,7 @@ export async function createCheckoutSession(
     updated_at: now.toISOString(),
     metadata: input.metadata && Object.keys(input.metadata).length ? JSON.stringify(input.metadata) : null,
     client_reference_id: input.clientReferenceId ?? null,
+    subscription_public_id: input.subscriptionPublicId ?? null,
   });
   return {
     checkout_id: publicId,

@@ -70,6 +70,7 @@ const SESSION_COLUMNS = [
   'updated_at',
   'metadata',
   'client_reference_id',
+  'subscription_public_id',
 ] as const satisfies readonly (keyof Omit<CheckoutSessionsTable, 'id'>)[];
 const sessionInsert = prepareInsert('checkout_sessions', SESSION_COLUMNS, ['id']);
 

@@ -44,6 +44,8 @@ export interface CheckoutSessionsTable {
   metadata: string | null;
   /** The merchant's own reference (migration 011), e.g. its order or cart id. */
   client_reference_id: string | null;
+  /** The subscription (SU…) this checkout's payment is for (migration 014): a renewal or a signup. */
+  subscription_public_id: string | null;
 }
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;

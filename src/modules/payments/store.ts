@@ -184,20 +184,24 @@ export function paymentsToSync(db: Executor, afterId: number, limit: number) {
 
 /** Payments still taking card attempts whose checkout has expired (and no attempt is in flight). */
 export function expiredProcessingPayments(db: Executor, now: string, limit: number) {
-  return db
-    .selectFrom('payments')
-    .innerJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
-    .select('payments.id')
-    .where('payments.status', '=', 'processing')
-    .where('checkout_sessions.expires_at', '<=', now)
-    .where((eb) =>
-      eb.or([
-        eb('checkout_sessions.attempt_locked_until', 'is', null),
-        eb('checkout_sessions.attempt_locked_until', '<', now),
-      ]),
-    )
-    .limit(limit)
-    .execute();
+  return (
+    db
+      .selectFrom('payments')
+      .innerJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
+      .select('payments.id')
+      .where('payments.status', '=', 'processing')
+      // A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
+      .where('payments.subscription_id', 'is', null)
+      .where('checkout_sessions.expires_at', '<=', now)
+      .where((eb) =>
+        eb.or([
+          eb('checkout_sessions.attempt_locked_until', 'is', null),
+          eb('checkout_sessions.attempt_locked_until', '<', now),
+        ]),
+      )
+      .limit(limit)
+      .execute()
+  );
 }
 
 export function paymentByProviderId(db: Executor, provider: string, providerPaymentId: string) {

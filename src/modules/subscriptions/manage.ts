@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
-import { ConflictError, NotFoundError } from '../../http/errors.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import {
   choiceParam,
   containsPattern,
@@ -19,8 +19,10 @@ import { isPublicId } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
+import { movePayment } from '../payments/transitions.ts';
 import type { SubscriptionStatus } from './dunning.ts';
 import { periodBounds, periodIndexAt } from './periods.ts';
+import { advanceClock, renewalInFlight } from './renew.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
 const STATUSES: readonly SubscriptionStatus[] = ['trialing', 'active', 'past_due', 'canceled'];
@@ -57,7 +59,8 @@ function currentPeriod(row: SubscriptionWithPlan, now: Date): { start: string; e
 }
 
 export function presentSubscription(row: SubscriptionWithPlan, now: Date) {
-  const period = currentPeriod(row, now);
+  // A sandbox subscription on a test clock lives at the clock's time.
+  const period = currentPeriod(row, row.test_clock_at === null ? now : new Date(row.test_clock_at));
   return {
     id: row.public_id,
     plan: { id: row.plan_public_id, name: row.plan_name },
@@ -192,13 +195,7 @@ export async function cancelSubscription(
         .executeTakeFirst();
       if (updated.numUpdatedRows === 0n) throw new ConflictError('The subscription is already canceled.');
     } else {
-      const charging = await trx
-        .selectFrom('subscription_cycles')
-        .select('id')
-        .where('subscription_id', '=', existing.id)
-        .where('lease_until', '>', now)
-        .executeTakeFirst();
-      if (charging)
+      if (await renewalInFlight(trx, existing.id, now))
         throw new ConflictError('A renewal of this subscription is being charged; try again in a minute.');
       const updated = await trx
         .updateTable('subscriptions')
@@ -214,12 +211,17 @@ export async function cancelSubscription(
         .where('status', '<>', 'canceled')
         .executeTakeFirst();
       if (updated.numUpdatedRows === 0n) throw new ConflictError('The subscription is already canceled.');
-      await trx
+      const voided = await trx
         .updateTable('subscription_cycles')
         .set({ status: 'void', next_attempt_at: null, leased_by: null, lease_until: null, updated_at: now })
         .where('subscription_id', '=', existing.id)
         .where('status', 'in', ['processing', 'retrying'])
+        .returning('payment_id')
         .execute();
+      // A period being dunned stops: its renewal payment is canceled (no try is in flight: checked above).
+      for (const { payment_id } of voided) {
+        if (payment_id !== null) await movePayment(trx, payment_id, 'processing', 'canceled', now);
+      }
     }
     await recordAudit(
       trx,
@@ -233,5 +235,35 @@ export async function cancelSubscription(
       now,
     );
   });
+  return getSubscription(ctx, organizationId, publicId);
+}
+
+/** POST /subscriptions/{id}/advance-clock/: sandbox subscriptions only (production time never moves). */
+export async function advanceSubscriptionClock(
+  ctx: AppContext,
+  organizationId: number,
+  publicId: string,
+  days: number,
+  actor: Actor,
+) {
+  const existing = await findSubscription(ctx.db, organizationId, publicId);
+  if (!existing) throw new NotFoundError('Subscription not found.');
+  if (existing.environment !== 'sandbox') {
+    throw new ValidationError(
+      'Only a sandbox subscription has a test clock; production time cannot be moved.',
+    );
+  }
+  await advanceClock(ctx, existing, days);
+  await recordAudit(
+    ctx.db,
+    organizationId,
+    actor,
+    {
+      action: 'subscription.clock_advanced',
+      target: { type: 'subscription', id: existing.public_id },
+      details: { days },
+    },
+    ctx.clock().toISOString(),
+  );
   return getSubscription(ctx, organizationId, publicId);
 }

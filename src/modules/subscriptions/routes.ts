@@ -5,9 +5,15 @@ import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { EnvironmentQuery } from '../organizations/schemas.ts';
-import { cancelSubscription, getSubscription, listSubscriptions } from './manage.ts';
+import {
+  advanceSubscriptionClock,
+  cancelSubscription,
+  getSubscription,
+  listSubscriptions,
+} from './manage.ts';
 import { createPlan, getPlan, listPlans, updatePlan } from './plans.ts';
 import {
+  AdvanceClockBody,
   CancelBody,
   CreatePlanBody,
   Plan,
@@ -81,6 +87,19 @@ export async function subscriptionRoutes(app: App, { ctx }: RouteOptions) {
         sessionOf(request).organizationId,
         request.params.id,
         request.body?.at_period_end ?? true,
+        actorOf(request),
+      ),
+  );
+
+  app.post(
+    '/subscriptions/:id/advance-clock/',
+    { schema: { params: IdParam, body: AdvanceClockBody, response: { 200: SubscriptionDetail } } },
+    async (request) =>
+      advanceSubscriptionClock(
+        ctx,
+        sessionOf(request).organizationId,
+        request.params.id,
+        request.body.days,
         actorOf(request),
       ),
   );

@@ -150,3 +150,14 @@ export const CancelBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const AdvanceClockBody = Type.Object(
+  {
+    days: Type.Integer({
+      minimum: 1,
+      maximum: 400,
+      description: 'How many days to move the test clock forward (1–400).',
+    }),
+  },
+  { additionalProperties: false },
+);

@@ -10,8 +10,9 @@ import type { SubscriptionCycleRow, SubscriptionCyclesTable } from './table.ts';
 
 export interface CycleLease {
   workerId: string;
-  /** ISO times: the claim's now, and until when the lease holds. */
+  /** ISO times: the claim's now on the subscriptions' clock (what is due), real now (which leases ran out), and until when the lease holds. */
   now: string;
+  leaseNow: string;
   until: string;
 }
 
@@ -40,13 +41,23 @@ export async function claimDueCycles(
   db: Executor,
   lease: CycleLease,
   limit: number,
+  /** One test-clock subscription's cycles; null: every real-time subscription's. */
+  subscriptionId: number | null = null,
 ): Promise<SubscriptionCycleRow[]> {
+  const clocked = db.selectFrom('subscriptions').select('id');
   let due = db
     .selectFrom('subscription_cycles')
     .select('id')
     .where('status', 'in', ['processing', 'retrying'])
     .where('next_attempt_at', '<=', lease.now)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', lease.now)]))
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', lease.leaseNow)]))
+    .where(
+      'subscription_id',
+      'in',
+      subscriptionId === null
+        ? clocked.where('test_clock_at', 'is', null)
+        : clocked.where('id', '=', subscriptionId),
+    )
     .orderBy('next_attempt_at')
     .limit(limit);
   if (isPostgres(db)) due = due.forUpdate().skipLocked();
@@ -54,7 +65,7 @@ export async function claimDueCycles(
     .updateTable('subscription_cycles')
     .set({ leased_by: lease.workerId, lease_until: lease.until, updated_at: lease.now })
     .where('id', 'in', due)
-    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', lease.now)]))
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', lease.leaseNow)]))
     .returningAll()
     .execute();
 }

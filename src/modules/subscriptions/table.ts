@@ -47,6 +47,8 @@ export interface SubscriptionsTable {
   trial_end: string | null;
   /** When the next period starts and its cycle is due; null once nothing more is billed. */
   next_renewal_at: string | null;
+  /** Sandbox only: the subscription's frozen time, moved by advance-clock (migration 014); null: real time. */
+  test_clock_at: string | null;
   cancel_at_period_end: Generated<number>;
   canceled_at: string | null;
   cancel_reason: 'merchant' | 'payment_failed' | null;

@@ -1,0 +1,645 @@
+// The renewal worker (decisions.md "Subscriptions"): charges each period of a subscription exactly once.
+//
+// 1. schedule: a subscription whose next period has started gets that period's cycle (one per period: a
+//    unique index), the periods skipped while the worker was down are recorded void, and next_renewal_at
+//    moves to the end of the period. A subscription set to cancel at the period's end is canceled instead.
+// 2. try: a due cycle is claimed under a lease; in one transaction that holds the subscription's row lock
+//    the status is re-read (a canceled subscription is never charged), the renewal payment is opened on
+//    the first try, and the try's write-ahead operation row (kassa-renew-{cycle id}-{n}) is committed.
+//    Then the provider charges the saved card off-session; then its answer is recorded: the payment moves
+//    as any payment does (attempts, ledger, transaction.status_changed), and dunning.ts decides the rest.
+//    An answer that never came leaves the cycle waiting (next_attempt_at null): the reconciler reads the
+//    charge back by the same key (renewalOperationHandlers) and finishes the try. It is never charged again.
+//
+// Time: the schedule runs on the subscription's clock, which is real time, or for a sandbox subscription
+// with a test clock the frozen time advance-clock moved it to; payments and events carry real time.
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../context.ts';
+import { isPostgres } from '../../db/connection.ts';
+import type { Executor } from '../../db/database.ts';
+import { toBigInt } from '../../lib/money.ts';
+import { callProvider } from '../../provider/operations/perform.ts';
+import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
+import { recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import type { OperationRow } from '../../provider/operations/table.ts';
+import { outcomeOfAttempt, type ProviderOutcome, type ProviderPaymentState } from '../../provider/types.ts';
+import { openCheckoutPayment } from '../checkout/provider-form.ts';
+import { createCheckoutSession } from '../checkout/service.ts';
+import * as checkouts from '../checkout/store.ts';
+import type { PaymentRow } from '../payments/table.ts';
+import { applyProviderState, movePayment } from '../payments/transitions.ts';
+import { afterTry, type CustomerMail, type DunningStep, giveUp, type TryResult } from './dunning.ts';
+import { sendCustomerMail } from './mails.ts';
+import { type Interval, periodBounds, renewalDue } from './periods.ts';
+import { claimDueCycles, createCycle } from './store.ts';
+import type { SubscriptionCycleRow, SubscriptionRow } from './table.ts';
+
+const BATCH = 20;
+const RENEWAL_KIND = 'renewal_charge';
+const CYCLE_SUBJECT = 'subscription_cycle';
+/** This process's name on the leases it takes. */
+const WORKER_ID = `renewal-${process.pid}-${randomBytes(4).toString('hex')}`;
+
+type Plan = { name: string; interval: Interval; interval_count: number; public_id: string };
+type SubscriptionWithPlan = SubscriptionRow & { plan: Plan };
+
+/** The time a subscription lives in: its test clock, or real time. */
+export function clockOf(ctx: AppContext, subscription: Pick<SubscriptionRow, 'test_clock_at'>): Date {
+  return subscription.test_clock_at === null ? ctx.clock() : new Date(subscription.test_clock_at);
+}
+
+/** The subscription with its plan, locked for the rest of the transaction on PostgreSQL. */
+async function lockSubscription(trx: Executor, id: number): Promise<SubscriptionWithPlan> {
+  let query = trx.selectFrom('subscriptions').selectAll().where('id', '=', id);
+  if (isPostgres(trx)) query = query.forUpdate();
+  const row = await query.executeTakeFirstOrThrow();
+  const plan = await trx
+    .selectFrom('subscription_plans')
+    .select(['name', 'interval', 'interval_count', 'public_id'])
+    .where('id', '=', row.plan_id)
+    .executeTakeFirstOrThrow();
+  return { ...row, plan };
+}
+
+function recurrenceOf(subscription: SubscriptionWithPlan) {
+  return { interval: subscription.plan.interval, intervalCount: subscription.plan.interval_count };
+}
+
+/** Mails to send once the transaction that decided them has committed. */
+type Outbox = { subscriptionId: number; mail: CustomerMail }[];
+
+async function flush(ctx: AppContext, outbox: Outbox) {
+  for (const { subscriptionId, mail } of outbox) await sendCustomerMail(ctx, subscriptionId, mail);
+}
+
+/**
+ * Step 1 for one subscription whose next period has started (at its clock): the cycle of that period,
+ * void cycles for the periods skipped, or the cancellation asked for at the period's end. Returns
+ * whether anything changed.
+ */
+async function scheduleOne(ctx: AppContext, subscriptionId: number, outbox: Outbox): Promise<boolean> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const subscription = await lockSubscription(trx, subscriptionId);
+    const now = clockOf(ctx, subscription);
+    const nowIso = now.toISOString();
+    const due = subscription.next_renewal_at;
+    if (subscription.status === 'canceled' || due === null || Date.parse(due) > now.getTime()) return false;
+    // A subscription still collecting an earlier period starts no new one: the cycle being dunned decides.
+    if (subscription.status === 'past_due') return false;
+    if (subscription.cancel_at_period_end === 1) {
+      await trx
+        .updateTable('subscriptions')
+        .set({
+          status: 'canceled',
+          canceled_at: due,
+          cancel_reason: 'merchant',
+          next_renewal_at: null,
+          updated_at: nowIso,
+        })
+        .where('id', '=', subscription.id)
+        .execute();
+      outbox.push({ subscriptionId, mail: 'canceled' });
+      return true;
+    }
+    const last = await trx
+      .selectFrom('subscription_cycles')
+      .select((eb) => eb.fn.max('period_index').as('last'))
+      .where('subscription_id', '=', subscription.id)
+      .executeTakeFirst();
+    const lastIndex = last?.last === null || last?.last === undefined ? -1 : Number(last.last);
+    const anchor = new Date(subscription.anchor_at);
+    const recurrence = recurrenceOf(subscription);
+    const renewal = renewalDue(anchor, recurrence, lastIndex, now);
+    const plan = await trx
+      .selectFrom('subscription_plans')
+      .select(['amount', 'currency'])
+      .where('id', '=', subscription.plan_id)
+      .executeTakeFirstOrThrow();
+    const cycle = (index: number, status: 'processing' | 'void') => {
+      const bounds = periodBounds(anchor, recurrence, index);
+      return {
+        subscription_id: subscription.id,
+        organization_id: subscription.organization_id,
+        environment: subscription.environment,
+        period_index: index,
+        period_start: bounds.start.toISOString(),
+        period_end: bounds.end.toISOString(),
+        amount: Number(plan.amount),
+        currency: plan.currency,
+        status,
+        attempts: 0,
+        next_attempt_at: status === 'void' ? null : nowIso,
+        created_at: nowIso,
+        updated_at: nowIso,
+      };
+    };
+    if (renewal !== null) {
+      for (const index of renewal.void) await createCycle(trx, cycle(index, 'void'));
+      await createCycle(trx, cycle(renewal.charge, 'processing'));
+    }
+    const charged = renewal?.charge ?? lastIndex;
+    await trx
+      .updateTable('subscriptions')
+      .set({
+        next_renewal_at: periodBounds(anchor, recurrence, charged + 1).start.toISOString(),
+        updated_at: nowIso,
+      })
+      .where('id', '=', subscription.id)
+      .execute();
+    return true;
+  });
+}
+
+/** Subscriptions due for their next period (real-time ones, or the one test clock `only`). */
+async function dueSubscriptions(ctx: AppContext, only: SubscriptionRow | null): Promise<number[]> {
+  let query = ctx.db
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('next_renewal_at', 'is not', null)
+    .orderBy('next_renewal_at')
+    .limit(BATCH);
+  if (only) {
+    query = query.where('id', '=', only.id).where('next_renewal_at', '<=', clockOf(ctx, only).toISOString());
+  } else {
+    query = query
+      .where('test_clock_at', 'is', null)
+      .where('next_renewal_at', '<=', ctx.clock().toISOString());
+  }
+  return (await query.execute()).map((row) => row.id);
+}
+
+function metadataOf(subscription: SubscriptionWithPlan, cycle: SubscriptionCycleRow, payment: PaymentRow) {
+  return {
+    kassa_subscription_id: subscription.public_id,
+    kassa_period_index: String(cycle.period_index),
+    kassa_transaction_id: payment.public_id,
+    kassa_environment: subscription.environment,
+  };
+}
+
+/** The renewal payment of a cycle: an ordinary payment on a closed checkout of the plan (never hosted). */
+async function openRenewalPayment(
+  ctx: AppContext,
+  trx: Executor,
+  subscription: SubscriptionWithPlan,
+  cycle: SubscriptionCycleRow,
+  nowIso: string,
+): Promise<PaymentRow> {
+  const signup = await trx
+    .selectFrom('checkout_sessions')
+    .select([
+      'billing_country',
+      'billing_postal_code',
+      'billing_first_name',
+      'billing_last_name',
+      'billing_phone',
+    ])
+    .where('subscription_public_id', '=', subscription.public_id)
+    .orderBy('id')
+    .executeTakeFirst();
+  const [first, ...rest] = (subscription.customer_name ?? '').trim().split(/\s+/);
+  const created = await createCheckoutSession(trx, ctx, {
+    organizationId: subscription.organization_id,
+    environment: subscription.environment,
+    currency: cycle.currency,
+    items: [
+      { productId: null, name: subscription.plan.name, unitPrice: toBigInt(cycle.amount), quantity: 1 },
+    ],
+    priceMode: 'TTC',
+    billing: {
+      country: signup?.billing_country ?? 'ZZ',
+      postalCode: signup?.billing_postal_code ?? null,
+      firstName: signup?.billing_first_name ?? (first || subscription.customer_email),
+      lastName: signup?.billing_last_name ?? rest.join(' '),
+      email: subscription.customer_email,
+      phone: signup?.billing_phone ?? null,
+    },
+    urls: { success: null, failed: null, cancel: null },
+    simulate: null,
+    paymentLinkId: null,
+    // Closed at once: nobody is sent to a hosted page for a renewal (the expiry loop leaves its payment alone).
+    ttlS: 0,
+    subscriptionPublicId: subscription.public_id,
+  });
+  const session = await checkouts.findByPublicId(
+    trx,
+    subscription.organization_id,
+    subscription.environment,
+    created.checkout_id,
+  );
+  if (!session) throw new Error(`renewal checkout ${created.checkout_id} is missing`);
+  const provider = ctx.providers.named(subscription.provider);
+  const payment = await openCheckoutPayment(ctx, trx, session, provider, nowIso);
+  await trx
+    .updateTable('payments')
+    .set({ subscription_id: subscription.id })
+    .where('id', '=', payment.id)
+    .execute();
+  await trx
+    .updateTable('subscription_cycles')
+    .set({ payment_id: payment.id })
+    .where('id', '=', cycle.id)
+    .execute();
+  return { ...payment, subscription_id: subscription.id };
+}
+
+interface PreparedTry {
+  subscription: SubscriptionWithPlan;
+  cycle: SubscriptionCycleRow;
+  payment: PaymentRow;
+  operation: OperationRow;
+  tryNumber: number;
+}
+
+/** Closes a cycle without a charge (void: canceled; uncollectible: given up) and its open payment. */
+async function closeCycle(
+  trx: Executor,
+  cycle: SubscriptionCycleRow,
+  status: 'void' | 'uncollectible',
+  nowIso: string,
+  realNowIso: string,
+) {
+  await trx
+    .updateTable('subscription_cycles')
+    .set({ status, next_attempt_at: null, leased_by: null, lease_until: null, updated_at: nowIso })
+    .where('id', '=', cycle.id)
+    .execute();
+  if (cycle.payment_id !== null) {
+    await movePayment(
+      trx,
+      cycle.payment_id,
+      'processing',
+      status === 'void' ? 'canceled' : 'failed',
+      realNowIso,
+    );
+  }
+}
+
+/** Applies a dunning step to the cycle and its subscription (in the caller's transaction). */
+async function applyStep(
+  trx: Executor,
+  subscription: SubscriptionWithPlan,
+  cycle: SubscriptionCycleRow,
+  step: DunningStep,
+  nowIso: string,
+  realNowIso: string,
+) {
+  if (step.cycleStatus === 'uncollectible') {
+    await closeCycle(trx, cycle, 'uncollectible', nowIso, realNowIso);
+  } else {
+    await trx
+      .updateTable('subscription_cycles')
+      .set({
+        status: step.cycleStatus,
+        next_attempt_at: step.nextAttemptAt?.toISOString() ?? null,
+        needs_new_card: step.needsNewCard ? 1 : 0,
+        leased_by: null,
+        lease_until: null,
+        updated_at: nowIso,
+      })
+      .where('id', '=', cycle.id)
+      .execute();
+  }
+  if (subscription.status === 'canceled') return;
+  const canceled = step.subscriptionStatus === 'canceled';
+  await trx
+    .updateTable('subscriptions')
+    .set({
+      status: step.subscriptionStatus,
+      ...(canceled
+        ? {
+            canceled_at: nowIso,
+            cancel_reason: step.cancelReason,
+            next_renewal_at: null,
+            cancel_at_period_end: 0,
+          }
+        : {}),
+      updated_at: nowIso,
+    })
+    .where('id', '=', subscription.id)
+    .execute();
+}
+
+/**
+ * Step 2a: under the subscription's lock, re-reads everything and either closes the cycle (the
+ * subscription was canceled, or the wait for a new card ran out) or commits the try's write-ahead row.
+ */
+async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Promise<PreparedTry | null> {
+  return ctx.db.transaction().execute(async (trx) => {
+    const claimed = await trx
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('id', '=', cycleId)
+      .executeTakeFirstOrThrow();
+    const subscription = await lockSubscription(trx, claimed.subscription_id);
+    // Re-read after the lock: a cancel or another worker may have moved the cycle meanwhile.
+    const cycle = await trx
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('id', '=', cycleId)
+      .executeTakeFirstOrThrow();
+    const now = clockOf(ctx, subscription);
+    const nowIso = now.toISOString();
+    const realNowIso = ctx.clock().toISOString();
+    if (cycle.leased_by !== WORKER_ID || cycle.next_attempt_at === null) return null;
+    if (!['processing', 'retrying'].includes(cycle.status)) return null;
+    if (subscription.status === 'canceled') {
+      await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+      return null;
+    }
+    if (cycle.needs_new_card === 1) {
+      // The customer gave no new card before the last try's time: the period is not collected.
+      await applyStep(trx, subscription, cycle, giveUp(), nowIso, realNowIso);
+      outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
+      return null;
+    }
+    const payment =
+      cycle.payment_id === null
+        ? await openRenewalPayment(ctx, trx, subscription, cycle, realNowIso)
+        : await trx
+            .selectFrom('payments')
+            .selectAll()
+            .where('id', '=', cycle.payment_id)
+            .executeTakeFirstOrThrow();
+    const tryNumber = Number(cycle.attempts) + 1;
+    const operation = await recordOperation(
+      trx,
+      {
+        kind: RENEWAL_KIND,
+        idempotencyKey: `kassa-renew-${cycle.id}-${tryNumber}`,
+        provider: subscription.provider,
+        environment: subscription.environment,
+        organizationId: subscription.organization_id,
+        subjectType: CYCLE_SUBJECT,
+        subjectId: cycle.id,
+        reference: payment.public_id,
+        context: { try: tryNumber },
+      },
+      realNowIso,
+      ctx.config.reconcileScheduleMs,
+    );
+    const updated = await trx
+      .updateTable('subscription_cycles')
+      .set({
+        attempts: tryNumber,
+        first_attempt_at: cycle.first_attempt_at ?? nowIso,
+        next_attempt_at: null,
+        payment_id: payment.id,
+        updated_at: nowIso,
+      })
+      .where('id', '=', cycle.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { subscription, cycle: updated, payment, operation, tryNumber };
+  });
+}
+
+/** What a try's answer means for dunning; null while the charge's outcome is not known. */
+function tryResultOf(outcome: ProviderOutcome): TryResult | null {
+  switch (outcome.status) {
+    case 'succeeded':
+      return { succeeded: true };
+    case 'failed':
+      return { succeeded: false, declineCode: outcome.code };
+    case 'requires_action':
+      // Off-session, nobody can authenticate: the customer must give the card again (update-card page).
+      return { succeeded: false, declineCode: 'authentication_required' };
+    default:
+      return null;
+  }
+}
+
+/**
+ * Step 3 (also the reconciler's, with the outcome it read): records a try's answer once. A try already
+ * finished, or a cycle no longer waiting for this try, is left alone.
+ */
+async function finishTry(
+  ctx: AppContext,
+  cycleId: number,
+  tryNumber: number,
+  outcome: ProviderOutcome,
+  state: ProviderPaymentState | null,
+  outbox: Outbox,
+): Promise<void> {
+  await ctx.db.transaction().execute(async (trx) => {
+    const first = await trx
+      .selectFrom('subscription_cycles')
+      .select('subscription_id')
+      .where('id', '=', cycleId)
+      .executeTakeFirstOrThrow();
+    const subscription = await lockSubscription(trx, first.subscription_id);
+    const cycle = await trx
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('id', '=', cycleId)
+      .executeTakeFirstOrThrow();
+    const nowIso = clockOf(ctx, subscription).toISOString();
+    const realNowIso = ctx.clock().toISOString();
+    if (state && cycle.payment_id !== null)
+      await applyProviderState(trx, cycle.payment_id, state, realNowIso);
+    const result = tryResultOf(outcome);
+    const waiting = Number(cycle.attempts) === tryNumber && cycle.next_attempt_at === null;
+    if (result === null || !waiting || !['processing', 'retrying'].includes(cycle.status)) return;
+    const step = afterTry(new Date(cycle.first_attempt_at ?? nowIso), tryNumber, result);
+    await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
+    if (step.mail) outbox.push({ subscriptionId: subscription.id, mail: step.mail });
+  });
+}
+
+/** Step 2: one try of a claimed cycle. */
+async function tryCycle(ctx: AppContext, cycleId: number, outbox: Outbox): Promise<boolean> {
+  const prepared = await prepareTry(ctx, cycleId, outbox);
+  if (!prepared) return true;
+  const { subscription, cycle, payment, operation, tryNumber } = prepared;
+  const provider = ctx.providers.named(subscription.provider);
+  const call = await callProvider(ctx.config, operation, () =>
+    provider.chargeSavedCard({
+      idempotencyKey: operation.idempotency_key,
+      payment: { reference: payment.public_id, providerPaymentId: payment.provider_payment_id },
+      environment: subscription.environment,
+      amountMinor: toBigInt(payment.gross),
+      currency: payment.currency,
+      refundBasisMinor: toBigInt(payment.gross_ht),
+      customerId: subscription.provider_customer_id,
+      paymentMethodId: subscription.payment_method_id,
+      metadata: metadataOf(subscription, cycle, payment),
+    }),
+  );
+  const outcome: ProviderOutcome = call.answered
+    ? call.value.outcome
+    : { status: 'unknown', reason: call.reason };
+  const state = call.answered ? call.value.payment : null;
+  // A charge the provider has not decided (pending) is read back by the reconciler, as an unknown one is.
+  const recorded: ProviderOutcome =
+    outcome.status === 'pending' ? { status: 'unknown', reason: 'pending' } : outcome;
+  await ctx.db
+    .transaction()
+    .execute((trx) =>
+      settleOperation(
+        trx,
+        operation.id,
+        recorded,
+        state?.providerPaymentId ?? null,
+        ctx.clock().toISOString(),
+      ),
+    );
+  await finishTry(ctx, cycle.id, tryNumber, recorded, state, outbox);
+  return true;
+}
+
+/** Cycles due for a try, leased to this process (real-time ones, or those of the one test clock `only`). */
+async function claimCycles(ctx: AppContext, only: SubscriptionRow | null): Promise<SubscriptionCycleRow[]> {
+  const realNow = ctx.clock();
+  const lease = {
+    workerId: WORKER_ID,
+    now: (only ? clockOf(ctx, only) : realNow).toISOString(),
+    leaseNow: realNow.toISOString(),
+    until: new Date(realNow.getTime() + 2 * ctx.config.providerTimeoutMs + 30_000).toISOString(),
+  };
+  return ctx.db.transaction().execute((trx) => claimDueCycles(trx, lease, BATCH, only?.id ?? null));
+}
+
+/** One pass: schedules due periods, then tries due cycles. Returns how many things it did. */
+export async function runRenewals(ctx: AppContext, only: SubscriptionRow | null = null): Promise<number> {
+  const outbox: Outbox = [];
+  let done = 0;
+  try {
+    for (const id of await dueSubscriptions(ctx, only)) if (await scheduleOne(ctx, id, outbox)) done += 1;
+    for (const cycle of await claimCycles(ctx, only)) {
+      try {
+        if (await tryCycle(ctx, cycle.id, outbox)) done += 1;
+      } catch (error) {
+        // Left leased: tried again once the lease runs out (nothing was charged without its row).
+        if (ctx.config.logLevel !== 'silent')
+          console.error(`kassa: renewal of cycle ${cycle.id} failed:`, error);
+      }
+    }
+  } finally {
+    await flush(ctx, outbox);
+  }
+  return done;
+}
+
+/** The reconciler's side: a renewal charge whose answer was lost is read back by its key, never made again. */
+const renewalCharge: OperationHandler = {
+  async read(ctx, operation) {
+    const provider = ctx.providers.named(operation.provider);
+    const state = await provider.findPayment(operation.reference);
+    const tryNumber = Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
+    const attempt = state?.attempts.find((known) => known.idempotencyKey === operation.idempotency_key);
+    if (!state || !attempt) return { outcome: null };
+    const outcome = outcomeOfAttempt(attempt, state.nextAction ?? null);
+    const outbox: Outbox = [];
+    if (outcome.status !== 'pending')
+      await finishTry(ctx, operation.subject_id, tryNumber, outcome, state, outbox);
+    await flush(ctx, outbox);
+    return outcome.status === 'pending'
+      ? { outcome: null, conflict: null }
+      : { outcome, providerObjectId: state.providerPaymentId };
+  },
+  async neverMade(ctx, operation) {
+    // Never reached the provider: nothing was charged, so the try counts as a retryable failure.
+    const tryNumber = Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
+    const outbox: Outbox = [];
+    await finishTry(
+      ctx,
+      operation.subject_id,
+      tryNumber,
+      {
+        status: 'failed',
+        code: 'never_reached_provider',
+        message: 'never reached the provider',
+        retryable: true,
+      },
+      null,
+      outbox,
+    );
+    await flush(ctx, outbox);
+  },
+};
+
+export const renewalOperationHandlers: OperationHandlers = { [RENEWAL_KIND]: renewalCharge };
+
+/** Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now waits). */
+export async function renewalInFlight(
+  trx: Executor,
+  subscriptionId: number,
+  realNowIso: string,
+): Promise<boolean> {
+  const cycles = await trx
+    .selectFrom('subscription_cycles')
+    .select(['id', 'lease_until'])
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', 'in', ['processing', 'retrying'])
+    .execute();
+  if (cycles.some((cycle) => cycle.lease_until !== null && cycle.lease_until > realNowIso)) return true;
+  if (cycles.length === 0) return false;
+  const open = await trx
+    .selectFrom('provider_operations')
+    .select('id')
+    .where('subject_type', '=', CYCLE_SUBJECT)
+    .where(
+      'subject_id',
+      'in',
+      cycles.map((cycle) => cycle.id),
+    )
+    .where('state', 'in', ['in_flight', 'unknown', 'flagged'])
+    .executeTakeFirst();
+  return open !== undefined;
+}
+
+/** advance-clock runs at most this many passes (each a schedule and a try): far more than 400 days need. */
+const MAX_CLOCK_PASSES = 2_000;
+
+/**
+ * POST /subscriptions/{id}/advance-clock/ (sandbox only): a test clock like Stripe's. The subscription's
+ * time moves `days` forward from where it stands (real time the first time), and every renewal and retry
+ * that falls due on the way runs now, in order, before the answer. The worker leaves clocked ones alone.
+ */
+export async function advanceClock(
+  ctx: AppContext,
+  subscription: SubscriptionRow,
+  days: number,
+): Promise<void> {
+  const target = new Date(clockOf(ctx, subscription).getTime() + days * 86_400_000);
+  for (let pass = 0; pass < MAX_CLOCK_PASSES; pass += 1) {
+    const current = await ctx.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('id', '=', subscription.id)
+      .executeTakeFirstOrThrow();
+    // Step to the next moment something falls due (or the target), so each try runs at its own time.
+    const next = await nextDueAt(ctx, current);
+    const at =
+      next !== null && next < target.getTime()
+        ? Math.max(next, clockOf(ctx, current).getTime())
+        : target.getTime();
+    await ctx.db
+      .updateTable('subscriptions')
+      .set({ test_clock_at: new Date(at).toISOString() })
+      .where('id', '=', subscription.id)
+      .execute();
+    const moved = await runRenewals(ctx, { ...current, test_clock_at: new Date(at).toISOString() });
+    if (moved === 0 && at >= target.getTime()) return;
+  }
+}
+
+/** The earliest time a renewal or a retry of the subscription falls due, or null when none will. */
+async function nextDueAt(ctx: AppContext, subscription: SubscriptionRow): Promise<number | null> {
+  const times: number[] = [];
+  if (
+    subscription.next_renewal_at !== null &&
+    subscription.status !== 'canceled' &&
+    subscription.status !== 'past_due'
+  ) {
+    times.push(Date.parse(subscription.next_renewal_at));
+  }
+  const cycle = await ctx.db
+    .selectFrom('subscription_cycles')
+    .select((eb) => eb.fn.min('next_attempt_at').as('next'))
+    .where('subscription_id', '=', subscription.id)
+    .where('status', 'in', ['processing', 'retrying'])
+    .executeTakeFirst();
+  if (cycle?.next) times.push(Date.parse(String(cycle.next)));
+  return times.length ? Math.min(...times) : null;
+}

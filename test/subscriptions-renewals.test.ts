@@ -1,0 +1,381 @@
+// Renewals on both databases: the renewal worker charges each period once through the simulator's saved
+// card (off-session), as an ordinary payment (ledger credit, transaction.status_changed); the dunning
+// schedule on a sandbox test clock (tries at +0, +1, +3, +7, +14 days, then canceled payment_failed); a
+// decline no retry can fix; a success on the third try; periods skipped while the worker was down; many
+// concurrent renewal passes against 100 due subscriptions; cancel against a renewal in flight.
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { simulatorDb } from '../src/provider/simulator/store.ts';
+import {
+  call,
+  createTestMerchant,
+  DB_KIND,
+  type Merchant,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.ts';
+import { subscribeWithSavedCard } from './helpers/subscriptions.ts';
+
+interface Cycle {
+  period_index: number;
+  period_start: string;
+  period_end: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  transaction_id: string | null;
+  amount: string;
+}
+
+interface Subscription {
+  id: string;
+  status: string;
+  current_period_start: string;
+  current_period_end: string;
+  canceled_at: string | null;
+  cancel_reason: string | null;
+  cycles: Cycle[];
+}
+
+const DAY = 86_400_000;
+const GOOD = '4242424242424242';
+const INSUFFICIENT = '4000000000009995';
+const AUTH_ALWAYS = '4000002760003184';
+
+describe(`subscription renewals (${DB_KIND})`, () => {
+  let server: TestServer;
+  let owner: Merchant;
+  let monthly: string;
+  let sandboxMonthly: string;
+
+  before(async () => {
+    server = await startTestServer({ worker: false });
+    owner = await createTestMerchant(server, 'Renewals');
+    const plan = async (body: Record<string, unknown>) => {
+      const response = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+        token: owner.token,
+        body,
+      });
+      assert.equal(response.status, 201, response.text);
+      return response.body.id;
+    };
+    monthly = await plan({ name: 'Monthly', amount: '12.50', interval: 'month' });
+    sandboxMonthly = await plan({
+      name: 'Sandbox monthly',
+      amount: '9.99',
+      interval: 'month',
+      environment: 'sandbox',
+    });
+  });
+  after(() => server.close());
+
+  const detail = async (id: string) => {
+    const response = await call<Subscription>(server, 'GET', `/api/subscriptions/${id}/`, {
+      token: owner.token,
+    });
+    assert.equal(response.status, 200, response.text);
+    return response.body;
+  };
+  const advance = async (id: string, days: number) => {
+    const response = await call<Subscription>(server, 'POST', `/api/subscriptions/${id}/advance-clock/`, {
+      token: owner.token,
+      body: { days },
+    });
+    assert.equal(response.status, 200, response.text);
+    return response.body;
+  };
+  const sandboxSubscription = (cardNumber: string, anchor = new Date(Date.UTC(2031, 0, 31, 9, 30))) =>
+    subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxMonthly,
+      cardNumber,
+      anchorAt: anchor.toISOString(),
+      testClock: true,
+    });
+  const paymentsOf = (subscriptionId: number) =>
+    server.ctx.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('subscription_id', '=', subscriptionId)
+      .orderBy('id')
+      .execute();
+  const settlements = async (paymentIds: number[]) =>
+    paymentIds.length === 0
+      ? []
+      : server.ctx.db
+          .selectFrom('wallet_movements')
+          .select(['reference_id', 'amount'])
+          .where('kind', '=', 'settlement')
+          .where('reference_id', 'in', paymentIds)
+          .execute();
+
+  test('a test clock charges each period once, on the anchor day clamped to short months', async () => {
+    const sub = await sandboxSubscription(GOOD);
+    const first = await advance(sub.publicId, 1);
+    assert.equal(first.status, 'active');
+    assert.equal(first.cycles.length, 1);
+    assert.equal(first.cycles[0].status, 'paid');
+    assert.equal(first.cycles[0].period_start, '2031-01-31T09:30:00.000Z');
+    assert.equal(first.cycles[0].period_end, '2031-02-28T09:30:00.000Z');
+    assert.equal(first.cycles[0].amount, '9.99');
+    // 1 + 59 days: the end of February and of March are crossed, so periods 1 and 2 are charged.
+    const later = await advance(sub.publicId, 59);
+    assert.deepEqual(
+      later.cycles.map((cycle) => [cycle.period_index, cycle.period_start, cycle.status, cycle.attempts]),
+      [
+        [2, '2031-03-31T09:30:00.000Z', 'paid', 1],
+        [1, '2031-02-28T09:30:00.000Z', 'paid', 1],
+        [0, '2031-01-31T09:30:00.000Z', 'paid', 1],
+      ],
+    );
+    assert.equal(later.current_period_start, '2031-03-31T09:30:00.000Z');
+    assert.equal(later.current_period_end, '2031-04-30T09:30:00.000Z');
+    const payments = await paymentsOf(sub.id);
+    assert.equal(payments.length, 3);
+    assert.deepEqual(
+      later.cycles.map((cycle) => cycle.transaction_id).reverse(),
+      payments.map((payment) => payment.public_id),
+    );
+    for (const payment of payments) {
+      assert.equal(payment.status, 'paid');
+      assert.equal(Number(payment.gross), 999);
+      assert.equal(payment.environment, 'sandbox');
+    }
+    // Each credited the wallet once.
+    assert.equal((await settlements(payments.map((payment) => payment.id))).length, 3);
+    // The renewal payment is an ordinary payment of the dashboard, with its transaction.status_changed events.
+    const shown = await call<{ id: string; status: string; subscription_id?: string | null }>(
+      server,
+      'GET',
+      `/api/payments/${payments[0].public_id}/`,
+      { token: owner.token },
+    );
+    assert.equal(shown.status, 200, shown.text);
+    assert.equal(shown.body.status, 'paid');
+    const events = await server.ctx.db
+      .selectFrom('events')
+      .select(['type', 'subject'])
+      .where(
+        'subject',
+        'in',
+        payments.map((payment) => payment.public_id),
+      )
+      .execute();
+    assert.ok(events.length >= 6, `a processing and a paid event per renewal: ${events.length}`);
+    assert.ok(events.every((event) => event.type === 'transaction.status_changed'));
+  });
+
+  test('dunning: tries at +0, +1, +3, +7 and +14 days, then canceled with payment_failed', async () => {
+    const sub = await sandboxSubscription(INSUFFICIENT);
+    const triesByDay: number[] = [];
+    let state = await advance(sub.publicId, 1);
+    triesByDay.push(state.cycles[0].attempts);
+    assert.equal(state.status, 'past_due');
+    assert.equal(state.cycles[0].status, 'retrying');
+    // The clock started at the anchor; one day at a time from there.
+    for (let day = 2; day <= 16; day += 1) {
+      state = await advance(sub.publicId, 1);
+      triesByDay.push(state.cycles[0].attempts);
+    }
+    // After day d (the clock at anchor + d days): tries made at +0, +1, +3, +7, +14.
+    assert.deepEqual(triesByDay, [2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5]);
+    assert.equal(state.status, 'canceled');
+    assert.equal(state.cancel_reason, 'payment_failed');
+    assert.equal(state.cycles[0].status, 'uncollectible');
+    assert.equal(state.cycles[0].next_attempt_at, null);
+    const [payment] = await paymentsOf(sub.id);
+    assert.equal(payment.status, 'failed');
+    const attempts = await server.ctx.db
+      .selectFrom('deposit_attempts')
+      .select('status')
+      .where('payment_id', '=', payment.id)
+      .execute();
+    assert.equal(attempts.length, 5, 'five card attempts on the one renewal payment');
+    assert.equal((await settlements([payment.id])).length, 0);
+    // Nothing more is ever tried.
+    const quiet = await advance(sub.publicId, 60);
+    assert.equal(quiet.cycles.length, 1);
+    assert.equal(quiet.cycles[0].attempts, 5);
+  });
+
+  test('a success on the third try returns the subscription to active with its anchor unchanged', async () => {
+    const sub = await sandboxSubscription(INSUFFICIENT);
+    let state = await advance(sub.publicId, 2);
+    assert.equal(state.cycles[0].attempts, 2);
+    assert.equal(state.status, 'past_due');
+    // The customer's bank now has the funds (the simulator's card, not Kassa, changes).
+    await simulatorDb(server.ctx.db)
+      .updateTable('sim_payment_methods')
+      .set({ behaviour: 'succeed' })
+      .where('payment_method_id', '=', sub.paymentMethodId)
+      .execute();
+    state = await advance(sub.publicId, 1);
+    assert.equal(state.status, 'active');
+    assert.equal(state.cycles[0].status, 'paid');
+    assert.equal(state.cycles[0].attempts, 3);
+    // The next period starts on the anchor's schedule, not three days later.
+    state = await advance(sub.publicId, 30);
+    assert.equal(state.cycles[0].period_index, 1);
+    assert.equal(state.cycles[0].period_start, '2031-02-28T09:30:00.000Z');
+    assert.equal(state.cycles[0].status, 'paid');
+    const payments = await paymentsOf(sub.id);
+    assert.deepEqual(
+      payments.map((payment) => payment.status),
+      ['paid', 'paid'],
+    );
+    assert.equal((await settlements(payments.map((payment) => payment.id))).length, 2);
+  });
+
+  test('a decline no retry can fix waits for a new card until the last try, then cancels', async () => {
+    const sub = await sandboxSubscription(AUTH_ALWAYS);
+    let state = await advance(sub.publicId, 1);
+    assert.equal(state.status, 'past_due');
+    assert.equal(state.cycles[0].attempts, 1);
+    assert.equal(state.cycles[0].next_attempt_at, '2031-02-14T09:30:00.000Z', 'the give-up time');
+    state = await advance(sub.publicId, 12);
+    assert.equal(state.cycles[0].attempts, 1, 'no retry of a card that needs authentication');
+    state = await advance(sub.publicId, 2);
+    assert.equal(state.status, 'canceled');
+    assert.equal(state.cancel_reason, 'payment_failed');
+    assert.equal(state.cycles[0].status, 'uncollectible');
+    assert.equal(state.cycles[0].attempts, 1);
+    // The customer was told: a failed-payment mail, then the cancellation.
+    const directory = join(server.env.KASSA_DATA_DIR, 'mail');
+    const mails = await Promise.all(
+      (await readdir(directory)).map((name) => readFile(join(directory, name), 'utf8')),
+    );
+    const email = (
+      await server.ctx.db
+        .selectFrom('subscriptions')
+        .select('customer_email')
+        .where('id', '=', sub.id)
+        .executeTakeFirstOrThrow()
+    ).customer_email;
+    const theirs = mails.filter((mail) => mail.includes(`To: ${email}`));
+    assert.equal(theirs.length, 2, theirs.join('\n---\n'));
+    assert.ok(theirs.some((mail) => /Subject: Your payment to Renewals failed/.test(mail)));
+    assert.ok(
+      theirs.some((mail) => /Subject: Your Sandbox monthly subscription with Renewals has ended/.test(mail)),
+    );
+  });
+
+  test("advance-clock: sandbox only, 1 to 400 days, the organization's own subscriptions", async () => {
+    const production = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: monthly,
+      cardNumber: GOOD,
+      anchorAt: new Date(Date.now() + 30 * DAY).toISOString(),
+    });
+    const refused = await call<{ detail: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/${production.publicId}/advance-clock/`,
+      { token: owner.token, body: { days: 1 } },
+    );
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.body.detail, /sandbox/);
+    const sub = await sandboxSubscription(GOOD);
+    for (const body of [
+      {},
+      { days: 0 },
+      { days: 401 },
+      { days: 1.5 },
+      { days: '3' },
+      { days: 1, extra: true },
+    ]) {
+      const response = await call<{ detail: string }>(
+        server,
+        'POST',
+        `/api/subscriptions/${sub.publicId}/advance-clock/`,
+        { token: owner.token, body },
+      );
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(typeof response.body.detail, 'string');
+    }
+    assert.equal((await paymentsOf(sub.id)).length, 0, 'a refused call charged nothing');
+    const other = await createTestMerchant(server, 'Other');
+    const foreign = await call(server, 'POST', `/api/subscriptions/${sub.publicId}/advance-clock/`, {
+      token: other.token,
+      body: { days: 1 },
+    });
+    assert.equal(foreign.status, 404);
+    assert.equal((await paymentsOf(sub.id)).length, 0);
+  });
+
+  test('a worker down for three periods charges the current one once; the skipped ones are void', async () => {
+    const anchor = new Date(Date.now() - 100 * DAY);
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: monthly,
+      cardNumber: GOOD,
+      anchorAt: anchor.toISOString(),
+    });
+    await runRenewals(server.ctx);
+    await runRenewals(server.ctx);
+    const state = await detail(sub.publicId);
+    const statuses = state.cycles.map((cycle) => [cycle.period_index, cycle.status]);
+    assert.equal(statuses[0][1], 'paid');
+    assert.ok(
+      statuses.slice(1).every(([, status]) => status === 'void'),
+      JSON.stringify(statuses),
+    );
+    assert.equal(statuses.length, Number(statuses[0][0]) + 1);
+    assert.ok(statuses.length >= 4);
+    assert.equal((await paymentsOf(sub.id)).length, 1);
+    assert.equal(state.status, 'active');
+  });
+
+  test('eight concurrent renewal passes against 100 due subscriptions charge each exactly once', async () => {
+    const anchor = new Date(Date.now() - 60_000).toISOString();
+    const subs = [];
+    for (let i = 0; i < 100; i += 1) {
+      subs.push(
+        await subscribeWithSavedCard(server, {
+          organizationId: owner.organizationId,
+          planPublicId: monthly,
+          cardNumber: GOOD,
+          anchorAt: anchor,
+        }),
+      );
+    }
+    const ids = subs.map((sub) => sub.id);
+    const pending = async () =>
+      Number(
+        (
+          await server.ctx.db
+            .selectFrom('subscription_cycles')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('subscription_id', 'in', ids)
+            .where('status', '=', 'paid')
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    for (let round = 0; round < 20 && (await pending()) < 100; round += 1) {
+      await Promise.all(Array.from({ length: 8 }, () => runRenewals(server.ctx)));
+    }
+    assert.equal(await pending(), 100);
+    const payments = await server.ctx.db
+      .selectFrom('payments')
+      .select(['id', 'public_id', 'status'])
+      .where('subscription_id', 'in', ids)
+      .execute();
+    assert.equal(payments.length, 100);
+    assert.ok(payments.every((payment) => payment.status === 'paid'));
+    assert.equal((await settlements(payments.map((payment) => payment.id))).length, 100);
+    const charges = await simulatorDb(server.ctx.db)
+      .selectFrom('sim_payments')
+      .select('attempts')
+      .where(
+        'reference',
+        'in',
+        payments.map((payment) => payment.public_id),
+      )
+      .execute();
+    assert.equal(charges.length, 100);
+    const attempts = charges.map((charge) => (JSON.parse(charge.attempts) as unknown[]).length);
+    assert.deepEqual([...new Set(attempts)], [1], 'one off-session charge per period');
+  });
+});
