@@ -46,8 +46,11 @@ describe('GET /transactions/{id}/', () => {
       'products',
       'simulated',
       'status',
+      'subscription_id',
       'updated_at',
     ]);
+    // Not a subscription's renewal: the decisions' subscription_id is null.
+    assert.equal(body.subscription_id, null);
     // The simulator processed it: the decisions' `simulated` flag, added beside the interface's fields.
     assert.equal(body.simulated, true);
     // 5.00 × 2.9 % = 0.145 → 0.15 (half-up)

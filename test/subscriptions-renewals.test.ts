@@ -155,9 +155,10 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     );
     assert.equal(shown.status, 200, shown.text);
     assert.equal(shown.body.status, 'paid');
+    assert.equal(shown.body.subscription_id, sub.publicId);
     const events = await server.ctx.db
       .selectFrom('events')
-      .select(['type', 'subject'])
+      .select(['type', 'subject', 'payload'])
       .where(
         'subject',
         'in',
@@ -166,6 +167,9 @@ describe(`subscription renewals (${DB_KIND})`, () => {
       .execute();
     assert.ok(events.length >= 6, `a processing and a paid event per renewal: ${events.length}`);
     assert.ok(events.every((event) => event.type === 'transaction.status_changed'));
+    for (const event of events) {
+      assert.equal((JSON.parse(event.payload) as { subscription_id: string }).subscription_id, sub.publicId);
+    }
   });
 
   test('dunning: tries at +0, +1, +3, +7 and +14 days, then canceled with payment_failed', async () => {

@@ -1412,6 +1412,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/subscriptions/{id}/advance-clock/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a sandbox subscription's test clock forward and run what falls due
+         * @description Permission: subscriptions:write (roles: owner, admin).
+         */
+        post: operations["postSubscriptionsByIdAdvanceClock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/transactions/{id}/refund/": {
         parameters: {
             query?: never;
@@ -1765,6 +1785,7 @@ export interface components {
                 [key: string]: string;
             };
             client_reference_id: string | null;
+            subscription_id: string | null;
         };
         /** @description A page of payments, newest first. */
         PaymentPage: {
@@ -6017,6 +6038,7 @@ export interface operations {
                             [key: string]: string;
                         };
                         client_reference_id: string | null;
+                        subscription_id: string | null;
                         checkout_id: string;
                         environment: "production" | "sandbox";
                         /** @example 12.50 */
@@ -7418,6 +7440,7 @@ export interface operations {
                                 [key: string]: string;
                             };
                             client_reference_id: string | null;
+                            subscription_id: string | null;
                             checkout_id: string;
                             environment: "production" | "sandbox";
                             /** @example 12.50 */
@@ -7544,6 +7567,7 @@ export interface operations {
                             [key: string]: string;
                         };
                         client_reference_id: string | null;
+                        subscription_id: string | null;
                         checkout_id: string;
                         environment: "production" | "sandbox";
                         /** @example 12.50 */
@@ -8835,6 +8859,127 @@ export interface operations {
                 "application/json": {
                     /** @description true (default): at the end of the current period; false: now. */
                     at_period_end?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description A subscription with its cycles. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description SU + 16 base62 characters. */
+                        id: string;
+                        plan: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description trialing, active, past_due or canceled. */
+                        status: "trialing" | "active" | "past_due" | "canceled";
+                        environment: "production" | "sandbox";
+                        customer_email: string;
+                        customer_name: string | null;
+                        /** @description The saved card renewals are charged to. */
+                        card: {
+                            brand: string;
+                            last4: string;
+                            exp_month: number;
+                            exp_year: number;
+                        };
+                        /** Format: date-time */
+                        current_period_start: string;
+                        /** Format: date-time */
+                        current_period_end: string;
+                        trial_end: string | null;
+                        cancel_at_period_end: boolean;
+                        canceled_at: string | null;
+                        cancel_reason: ("merchant" | "payment_failed") | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        /** @description Newest first. */
+                        cycles: {
+                            period_index: number;
+                            /** Format: date-time */
+                            period_start: string;
+                            /** Format: date-time */
+                            period_end: string;
+                            /** @example 12.50 */
+                            amount: string;
+                            currency: "USD" | "EUR";
+                            /** @description processing, paid, retrying, uncollectible or void (never charged). */
+                            status: "processing" | "paid" | "retrying" | "uncollectible" | "void";
+                            attempts: number;
+                            next_attempt_at: string | null;
+                            transaction_id: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsByIdAdvanceClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How many days to move the test clock forward (1–400). */
+                    days: number;
                 };
             };
         };

@@ -82,6 +82,8 @@ export interface Payment {
   /** The checkout's metadata; {} when none was given. */
   metadata: Record<string, string>;
   client_reference_id: string | null;
+  /** The subscription (SU…) this payment charges for; null for every other payment. */
+  subscription_id: string | null;
 }
 
 export interface PaymentListParams {
@@ -167,6 +169,8 @@ export interface TransactionStatusChanged extends EventBase {
   updated_at: string | null;
   metadata: Record<string, string>;
   client_reference_id: string | null;
+  /** The subscription (SU…) this payment charges for; null for every other payment. */
+  subscription_id: string | null;
 }
 
 export interface RefundStatusChanged extends EventBase {

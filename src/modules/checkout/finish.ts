@@ -53,6 +53,7 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
           createdAt: locked.created_at,
           metadata: locked.metadata,
           clientReferenceId: locked.client_reference_id,
+          subscriptionPublicId: locked.subscription_public_id,
         },
         nowIso,
       );

@@ -71,6 +71,7 @@ export async function listPaymentsForKey(
       'checkout_sessions.public_id as checkout_public_id',
       'checkout_sessions.metadata',
       'checkout_sessions.client_reference_id',
+      'checkout_sessions.subscription_public_id',
     ])
     .orderBy('payments.created_at', 'desc')
     .orderBy('payments.id', 'desc')
@@ -85,12 +86,14 @@ export async function listPaymentsForKey(
   );
   return {
     ...page,
-    results: rows.map(({ checkout_public_id, metadata, client_reference_id, ...payment }) =>
-      presentPayment(payment, attempts.get(payment.id) ?? [], {
-        public_id: checkout_public_id,
-        metadata,
-        client_reference_id,
-      }),
+    results: rows.map(
+      ({ checkout_public_id, metadata, client_reference_id, subscription_public_id, ...payment }) =>
+        presentPayment(payment, attempts.get(payment.id) ?? [], {
+          public_id: checkout_public_id,
+          metadata,
+          client_reference_id,
+          subscription_public_id,
+        }),
     ),
   };
 }

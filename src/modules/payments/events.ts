@@ -54,6 +54,7 @@ export async function emitCanceledCheckoutEvent(
     createdAt: string;
     metadata: string | null;
     clientReferenceId: string | null;
+    subscriptionPublicId?: string | null;
   },
   now: string,
 ): Promise<void> {
@@ -74,7 +75,11 @@ export async function emitCanceledCheckoutEvent(
       depositAttempts: [],
       created_at: checkout.createdAt,
       updated_at: now,
-      ...presentReferences({ metadata: checkout.metadata, client_reference_id: checkout.clientReferenceId }),
+      ...presentReferences({
+        metadata: checkout.metadata,
+        client_reference_id: checkout.clientReferenceId,
+        subscription_public_id: checkout.subscriptionPublicId ?? null,
+      }),
     },
     now,
   });

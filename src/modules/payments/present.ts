@@ -4,13 +4,17 @@ import type { ProviderReview } from './review.ts';
 import type { CheckoutReference } from './store.ts';
 import type { DepositAttemptRow, PaymentRow } from './table.ts';
 
-/** The merchant's metadata ({} when none) and client_reference_id of the payment's checkout. */
+/**
+ * The merchant's metadata ({} when none) and client_reference_id of the payment's checkout, and the
+ * subscription it charges for (null for every other payment).
+ */
 export function presentReferences(
-  checkout: Pick<CheckoutReference, 'metadata' | 'client_reference_id'> | null,
+  checkout: Pick<CheckoutReference, 'metadata' | 'client_reference_id' | 'subscription_public_id'> | null,
 ) {
   return {
     metadata: checkout?.metadata ? (JSON.parse(checkout.metadata) as Record<string, string>) : {},
     client_reference_id: checkout?.client_reference_id ?? null,
+    subscription_id: checkout?.subscription_public_id ?? null,
   };
 }
 

@@ -62,6 +62,11 @@ const paymentFields = {
     description: "The checkout's metadata; {} when none was given.",
   }),
   client_reference_id: Nullable(Type.String({ description: "The checkout's client_reference_id." })),
+  subscription_id: Nullable(
+    Type.String({
+      description: 'The subscription (SU…) this payment charges for; null for every other payment.',
+    }),
+  ),
 };
 
 /** GET /transactions/{id}/ */

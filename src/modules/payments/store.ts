@@ -18,6 +18,7 @@ export type PaymentWithReference = PaymentRow & {
   checkout_public_id: string | null;
   checkout_metadata: string | null;
   checkout_client_reference_id: string | null;
+  checkout_subscription_public_id: string | null;
 };
 
 // The lookups behind GET /transactions/{id}/ and the dashboard's payment page, prepared (one per shape).
@@ -31,6 +32,7 @@ const paymentsOf = (db: Executor, organizationId: number) =>
       'checkout_sessions.public_id as checkout_public_id',
       'checkout_sessions.metadata as checkout_metadata',
       'checkout_sessions.client_reference_id as checkout_client_reference_id',
+      'checkout_sessions.subscription_public_id as checkout_subscription_public_id',
     ])
     .where('payments.organization_id', '=', organizationId);
 const byPublicId = prepareQuery(2, (db, organizationId: number, publicId: string) =>
@@ -122,12 +124,14 @@ export interface CheckoutReference {
   public_id: string;
   metadata: string | null;
   client_reference_id: string | null;
+  /** The subscription (SU…) the payment charges for; null for every other payment. */
+  subscription_public_id: string | null;
 }
 
 const checkoutReferenceOf = prepareQuery(1, (db, sessionId: number) =>
   db
     .selectFrom('checkout_sessions')
-    .select(['public_id', 'metadata', 'client_reference_id'])
+    .select(['public_id', 'metadata', 'client_reference_id', 'subscription_public_id'])
     .where('id', '=', sessionId),
 );
 
@@ -139,6 +143,7 @@ export function referenceOf(payment: PaymentWithReference): CheckoutReference {
     public_id: payment.checkout_public_id,
     metadata: payment.checkout_metadata,
     client_reference_id: payment.checkout_client_reference_id,
+    subscription_public_id: payment.checkout_subscription_public_id,
   };
 }
 
@@ -152,7 +157,7 @@ export async function checkoutReferences(db: Executor, sessionIds: number[]) {
   if (sessionIds.length === 0) return new Map<number, CheckoutReference>();
   const rows = await db
     .selectFrom('checkout_sessions')
-    .select(['id', 'public_id', 'metadata', 'client_reference_id'])
+    .select(['id', 'public_id', 'metadata', 'client_reference_id', 'subscription_public_id'])
     .where('id', 'in', sessionIds)
     .execute();
   return new Map(rows.map(({ id, ...reference }) => [id, reference]));
