@@ -102,7 +102,7 @@ export async function insertCycle(
  * leaves. `testClock`: the subscription starts on a test clock at the anchor (the worker leaves it alone).
  */
 export async function subscribeWithSavedCard(
-  server: TestServer,
+  server: Pick<TestServer, 'ctx'>,
   seed: {
     organizationId: number;
     planPublicId: string;

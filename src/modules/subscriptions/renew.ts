@@ -20,7 +20,7 @@ import type { Executor } from '../../db/database.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
-import { recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import { NEVER_MADE, recordOperation, settleOperation } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
 import { outcomeOfAttempt, type ProviderOutcome, type ProviderPaymentState } from '../../provider/types.ts';
 import { openCheckoutPayment } from '../checkout/provider-form.ts';
@@ -28,7 +28,14 @@ import { createCheckoutSession } from '../checkout/service.ts';
 import * as checkouts from '../checkout/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState, movePayment } from '../payments/transitions.ts';
-import { afterTry, type CustomerMail, type DunningStep, giveUp, type TryResult } from './dunning.ts';
+import {
+  afterTry,
+  type CustomerMail,
+  type DunningStep,
+  giveUp,
+  MAX_TRIES,
+  type TryResult,
+} from './dunning.ts';
 import { sendCustomerMail } from './mails.ts';
 import { type Interval, periodBounds, renewalDue } from './periods.ts';
 import { claimDueCycles, createCycle } from './store.ts';
@@ -440,6 +447,16 @@ async function finishTry(
     const result = tryResultOf(outcome);
     const waiting = Number(cycle.attempts) === tryNumber && cycle.next_attempt_at === null;
     if (result === null || !waiting || !['processing', 'retrying'].includes(cycle.status)) return;
+    if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
+      // The try never reached the provider (a crash before the call): nothing was charged and nobody
+      // declined, so the period is tried again at once, under the next key.
+      await trx
+        .updateTable('subscription_cycles')
+        .set({ next_attempt_at: nowIso, leased_by: null, lease_until: null, updated_at: nowIso })
+        .where('id', '=', cycle.id)
+        .execute();
+      return;
+    }
     const step = afterTry(new Date(cycle.first_attempt_at ?? nowIso), tryNumber, result);
     await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
     if (step.mail) outbox.push({ subscriptionId: subscription.id, mail: step.mail });
@@ -538,7 +555,7 @@ const renewalCharge: OperationHandler = {
       : { outcome, providerObjectId: state.providerPaymentId };
   },
   async neverMade(ctx, operation) {
-    // Never reached the provider: nothing was charged, so the try counts as a retryable failure.
+    // Never reached the provider: nothing was charged; the period is tried again at once (finishTry).
     const tryNumber = Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
     const outbox: Outbox = [];
     await finishTry(
@@ -547,7 +564,7 @@ const renewalCharge: OperationHandler = {
       tryNumber,
       {
         status: 'failed',
-        code: 'never_reached_provider',
+        code: NEVER_MADE,
         message: 'never reached the provider',
         retryable: true,
       },
