@@ -1432,6 +1432,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/subscriptions/public/{plan}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a plan for its public signup page
+         * @description What the signup page shows. 404 for an unknown plan, 410 for one no longer offered. No credentials needed.
+         */
+        get: operations["getSubscriptionsPublicByPlan"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/subscriptions/public/{plan}/start/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the signup checkout of a plan
+         * @description The signup checkout: the hosted page saves the customer's card and charges the first period (or, with a trial, only saves the card). The subscription exists once that succeeds. No credentials needed.
+         */
+        post: operations["postSubscriptionsPublicByPlanStart"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/transactions/{id}/refund/": {
         parameters: {
             query?: never;
@@ -7129,6 +7169,11 @@ export interface operations {
                             name: "simulator" | "stripe";
                             publishable_key?: string;
                             client_secret?: string | null;
+                            /**
+                             * @description setup: a trial signup's card is only saved (the client secret is a SetupIntent's).
+                             * @enum {unknown}
+                             */
+                            mode?: "payment" | "setup";
                         };
                         next_action: {
                             /** @enum {unknown} */
@@ -7137,6 +7182,17 @@ export interface operations {
                             challenge_id?: string;
                             /** @description Where the challenge is answered: POST {"answer": "approve" | "fail"}. */
                             url?: string;
+                        } | null;
+                        subscription: {
+                            plan_id: string;
+                            plan_name: string;
+                            /** @example 12.50 */
+                            amount: string;
+                            currency: "USD" | "EUR";
+                            /** @enum {unknown} */
+                            interval: "day" | "week" | "month" | "year";
+                            interval_count: number;
+                            trial_days: number;
                         } | null;
                     };
                 };
@@ -7213,8 +7269,8 @@ export interface operations {
                     "application/json": {
                         /** @enum {unknown} */
                         status: "SUCCESS" | "FAILED" | "CANCELED" | "CHECKOUT_PENDING";
-                        payment_status: components["schemas"]["PaymentStatus"];
-                        transaction_id: string;
+                        payment_status: components["schemas"]["PaymentStatus"] | null;
+                        transaction_id: string | null;
                         attempt: {
                             /** @description For example succeeded, requires_payment_method, failed. */
                             status: string;
@@ -9070,6 +9126,162 @@ export interface operations {
             /** @description Not found in this organization. */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSubscriptionsPublicByPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                plan: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A plan as its public signup page shows it. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @example 12.50 */
+                        amount: string;
+                        currency: "USD" | "EUR";
+                        /** @enum {unknown} */
+                        interval: "day" | "week" | "month" | "year";
+                        interval_count: number;
+                        trial_days: number;
+                        environment: "production" | "sandbox";
+                        merchant: {
+                            name: string;
+                            website: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsPublicByPlanStart: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                plan: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    billing_country: string;
+                    billing_postal_code?: string | null;
+                    billing_first_name: string;
+                    billing_last_name: string;
+                    /** Format: email */
+                    billing_email: string;
+                    billing_phone?: string | null;
+                    successUrl?: string | null;
+                    failedUrl?: string | null;
+                    cancelUrl?: string | null;
+                    /** @enum {unknown} */
+                    currency?: "USD" | "EUR";
+                };
+            };
+        };
+        responses: {
+            /** @description A hosted checkout session. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"];
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited: retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -40,6 +40,8 @@ export const SUMMARIES: Record<string, string> = {
   'GET /api/subscriptions/': 'List subscriptions (filters, search, pages)',
   'GET /api/subscriptions/:id/': 'Get a subscription with its cycles',
   'POST /api/subscriptions/:id/cancel/': 'Cancel a subscription now or at the end of its period',
+  'GET /api/subscriptions/public/:plan/': 'Read a plan for its public signup page',
+  'POST /api/subscriptions/public/:plan/start/': 'Start the signup checkout of a plan',
   'POST /api/subscriptions/:id/advance-clock/':
     "Move a sandbox subscription's test clock forward and run what falls due",
   'GET /api/products/': 'List products',

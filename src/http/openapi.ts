@@ -15,6 +15,7 @@ const PUBLIC_PATHS = [
   /^\/api\/auth\/(login\/2fa|accept-invite|password-reset|password-reset\/confirm)\/?$/,
   /^\/api\/checkout\/:token/,
   /^\/api\/payment-links\/public\//,
+  /^\/api\/subscriptions\/public\//,
   /^\/api\/v1\/webhooks\//,
   /^\/api\/provider\/webhooks\//,
   /^\/api\/provider\/simulator\/challenges\//,

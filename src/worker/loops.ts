@@ -5,6 +5,7 @@ import { expireCheckouts, syncDuePayments } from '../modules/payments/sync.ts';
 import { refundOperationHandlers, syncRefunds } from '../modules/refunds/sync.ts';
 import { pruneExpiredRecords } from '../modules/retention/prune.ts';
 import { renewalOperationHandlers, runRenewals } from '../modules/subscriptions/renew.ts';
+import { signupOperationHandlers } from '../modules/subscriptions/signup.ts';
 import { releaseDueReserves } from '../modules/wallet/reserve.ts';
 import { webhookLoops } from '../modules/webhooks/loops.ts';
 import { type OperationHandlers, reconcileDue } from '../provider/operations/reconciler.ts';
@@ -15,6 +16,7 @@ export const operationHandlers: OperationHandlers = {
   ...paymentOperationHandlers,
   ...refundOperationHandlers,
   ...renewalOperationHandlers,
+  ...signupOperationHandlers,
 };
 
 export const workerLoops: WorkerLoop[] = [

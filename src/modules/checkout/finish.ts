@@ -9,6 +9,7 @@ import { emitCanceledCheckoutEvent } from '../payments/events.ts';
 import * as payments from '../payments/store.ts';
 import { stopAtProvider, syncPayment } from '../payments/sync.ts';
 import { movePayment } from '../payments/transitions.ts';
+import { syncTrialSignup } from '../subscriptions/signup.ts';
 import { findSessionByToken } from './hosted.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, isExpired, presentSyncStatus } from './status.ts';
 import * as store from './store.ts';
@@ -66,7 +67,9 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
 }
 
 /** Asks the provider about the checkout's payment, applies the answer and any expiry, and reports. */
-export async function syncCheckout(ctx: AppContext, session: CheckoutSessionRow) {
+export async function syncCheckout(ctx: AppContext, found: CheckoutSessionRow) {
+  // A trial signup whose card waited for 3-D Secure: its setup may have finished.
+  const session = await syncTrialSignup(ctx, found);
   let payment = await payments.paymentOfCheckout(ctx.db, session.id);
   // A payment without a provider id is found by its reference (its first answer may have been lost).
   if (payment && payments.mayStillMove(payment)) await syncPayment(ctx, payment);

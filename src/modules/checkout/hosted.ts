@@ -7,6 +7,7 @@ import type { NextAction } from '../../provider/types.ts';
 import { presentAttempt } from '../payments/present.ts';
 import * as payments from '../payments/store.ts';
 import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
+import { pendingSetupAction, signupTerms } from '../subscriptions/signup.ts';
 import { customerErrorMessage } from './card-testing.ts';
 import { type CheckoutItem, lineAmount } from './pricing.ts';
 import { providerForm } from './provider-form.ts';
@@ -82,6 +83,7 @@ export async function getHostedCheckout(ctx: AppContext, token: string) {
   const attempts = payment ? await payments.attemptsOf(ctx.db, payment.id) : [];
   const state = checkoutState(session, payment, ctx.clock());
   const syncStatus = syncStatusOf(state);
+  const open = state === 'open';
   return {
     checkout_id: session.public_id,
     order_id: session.public_id,
@@ -124,6 +126,7 @@ export async function getHostedCheckout(ctx: AppContext, token: string) {
     redirect_url: redirectUrl(session, syncStatus),
     expires_at: Math.floor(Date.parse(session.expires_at) / 1000),
     provider: form.provider,
-    next_action: presentNextAction(payment),
+    next_action: presentNextAction(payment) ?? (open ? await pendingSetupAction(ctx, session) : null),
+    subscription: await signupTerms(ctx, session),
   };
 }

@@ -14,6 +14,7 @@ import type { CardInput, PaymentProvider, PaymentWrite } from '../../provider/ty
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState } from '../payments/transitions.ts';
+import { isTrialSignup, saveTrialCard, signupCustomer } from '../subscriptions/signup.ts';
 import { failAfterDeclineLimit } from './card-testing.ts';
 import { findSessionByToken, paymentMetadata, presentHostedAttempt, presentNextAction } from './hosted.ts';
 import { openCheckoutPayment } from './provider-form.ts';
@@ -110,6 +111,12 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
   if (!provider.cardForm) throw new ValidationError(CARD_FORM_ONLY);
   assertPayable(found, await payments.paymentOfCheckout(ctx.db, found.id), ctx.clock());
   const card = parseCard(input);
+  // A signup checkout saves the card on the subscription's customer: with a trial it is only saved.
+  let saveCardFor: string | null = null;
+  if (found.subscription_plan_id !== null) {
+    if (await isTrialSignup(ctx.db, found)) return saveTrialCard(ctx, found, card);
+    saveCardFor = await signupCustomer(ctx, found);
+  }
   const { session, payment, operation } = await reserveAttempt(ctx, found.id, provider);
   const call = await callProvider(ctx.config, operation, () =>
     provider.chargeCard({
@@ -120,6 +127,7 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
       currency: payment.currency,
       refundBasisMinor: toBigInt(payment.gross_ht),
       card,
+      saveCardFor,
       simulate: session.environment === 'sandbox' ? session.simulate : null,
       metadata: paymentMetadata(session, payment),
     }),

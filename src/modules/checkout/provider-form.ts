@@ -12,6 +12,7 @@ import type { PaymentProvider, ProviderName } from '../../provider/types.ts';
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState, openPayment } from '../payments/transitions.ts';
+import { isTrialSignup, providerSetupSecret, signupCustomer } from '../subscriptions/signup.ts';
 import { itemsOf, paymentMetadata } from './hosted.ts';
 import { checkoutState } from './status.ts';
 import * as store from './store.ts';
@@ -19,7 +20,13 @@ import type { CheckoutSessionRow } from './table.ts';
 
 export interface ProviderForm {
   payment: PaymentRow | undefined;
-  provider: { name: ProviderName; publishable_key?: string; client_secret?: string | null };
+  provider: {
+    name: ProviderName;
+    publishable_key?: string;
+    client_secret?: string | null;
+    /** setup: a trial signup's card is only saved (Stripe.js confirmSetup, not confirmPayment). */
+    mode?: 'payment' | 'setup';
+  };
 }
 
 /** Opens the Kassa payment of a checkout (processing): fee and FX are fixed here. In the caller's transaction. */
@@ -73,7 +80,12 @@ async function openForForm(ctx: AppContext, sessionId: number, provider: Payment
 }
 
 /** Opens the provider payment (again, under the same key, when its answer was never recorded). */
-async function openAtProvider(ctx: AppContext, sessionId: number, provider: PaymentProvider) {
+async function openAtProvider(
+  ctx: AppContext,
+  sessionId: number,
+  provider: PaymentProvider,
+  saveCardFor: string | null,
+) {
   const { session, payment, operation } = await openForForm(ctx, sessionId, provider);
   if (payment.provider_payment_id !== null) return { payment, clientSecret: null };
   const call = await callProvider(ctx.config, operation, () =>
@@ -85,6 +97,7 @@ async function openAtProvider(ctx: AppContext, sessionId: number, provider: Paym
       currency: payment.currency,
       refundBasisMinor: toBigInt(payment.gross_ht),
       metadata: paymentMetadata(session, payment),
+      saveCardFor,
     }),
   );
   return ctx.db.transaction().execute(async (trx) => {
@@ -111,10 +124,27 @@ export async function providerForm(ctx: AppContext, session: CheckoutSessionRow)
   let payment = await payments.paymentOfCheckout(ctx.db, session.id);
   if (provider.cardForm) return { payment, provider: { name: provider.name } };
   const publishableKey = ctx.config.stripe.publishableKey ?? '';
+  // A signup: with a trial the card is only saved (a setup); without, the first payment saves it.
+  let saveCardFor: string | null = null;
+  if (session.subscription_plan_id !== null) {
+    if (await isTrialSignup(ctx.db, session)) {
+      const secret = await providerSetupSecret(ctx, session);
+      return {
+        payment: undefined,
+        provider: {
+          name: provider.name,
+          publishable_key: publishableKey,
+          client_secret: secret,
+          mode: 'setup',
+        },
+      };
+    }
+    saveCardFor = await signupCustomer(ctx, session);
+  }
   let clientSecret: string | null = null;
   const open = checkoutState(session, payment, ctx.clock()) === 'open';
   if (open && (!payment || payment.provider_payment_id === null)) {
-    ({ payment, clientSecret } = await openAtProvider(ctx, session.id, provider));
+    ({ payment, clientSecret } = await openAtProvider(ctx, session.id, provider, saveCardFor));
   } else if (payment?.provider_payment_id && payment.status === 'processing') {
     clientSecret = await provider.clientSecretOf(payment.provider_payment_id);
   }

@@ -135,8 +135,9 @@ const NextActionBody = Nullable(
 export const PayResult = Shape(
   {
     status: SyncStatusValue,
-    payment_status: PaymentStatus,
-    transaction_id: Type.String(),
+    // null on a trial signup's checkout: the card is saved, nothing is charged.
+    payment_status: Nullable(PaymentStatus),
+    transaction_id: Nullable(Type.String()),
     attempt: Nullable(HostedAttempt),
     redirect_url: RedirectUrl,
     outcome: Type.Enum(['succeeded', 'pending', 'requires_action', 'failed', 'unknown'], {
@@ -204,10 +205,29 @@ export const HostedCheckout = Shape(
             }),
           ),
         ),
+        mode: Type.Optional(
+          Type.Enum(['payment', 'setup'], {
+            description: "setup: a trial signup's card is only saved (the client secret is a SetupIntent's).",
+          }),
+        ),
       },
       "Who takes the card: the simulator's form on this page, or Stripe's Payment Element.",
     ),
     next_action: NextActionBody,
+    subscription: Nullable(
+      Shape(
+        {
+          plan_id: Type.String(),
+          plan_name: Type.String(),
+          amount: Money,
+          currency: Currency,
+          interval: Type.Enum(['day', 'week', 'month', 'year']),
+          interval_count: Type.Integer({ minimum: 1, maximum: 12 }),
+          trial_days: Type.Integer({ minimum: 0, maximum: 90 }),
+        },
+        'A signup checkout (/subscribe/{plan id}): the plan it subscribes to. With trial_days > 0 the card is only saved today.',
+      ),
+    ),
   },
   'The checkout as the hosted page shows it.',
 );

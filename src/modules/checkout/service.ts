@@ -37,6 +37,8 @@ export interface NewCheckoutSession {
   clientReferenceId?: string | null;
   /** The subscription its payment is for (a signup or a renewal). */
   subscriptionPublicId?: string | null;
+  /** A signup checkout's plan (subscription_plans.id). */
+  subscriptionPlanId?: number | null;
 }
 
 /** Records a session and returns the interface's creation response. Validates the total's limits. */
@@ -105,6 +107,10 @@ export async function createCheckoutSession(
     metadata: input.metadata && Object.keys(input.metadata).length ? JSON.stringify(input.metadata) : null,
     client_reference_id: input.clientReferenceId ?? null,
     subscription_public_id: input.subscriptionPublicId ?? null,
+    subscription_plan_id: input.subscriptionPlanId ?? null,
+    provider_customer_id: null,
+    signup_setup_id: null,
+    completed_at: null,
   });
   return {
     checkout_id: publicId,

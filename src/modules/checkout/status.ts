@@ -35,6 +35,8 @@ export function checkoutState(
     case 'pending':
       return 'pending';
   }
+  // A trial signup saves the card without a payment: its subscription's creation finishes it.
+  if (session.completed_at !== null) return 'paid';
   if (session.canceled_at !== null) return 'canceled';
   return isExpired(session, now) ? 'expired' : 'open';
 }

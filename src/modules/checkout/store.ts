@@ -71,6 +71,10 @@ const SESSION_COLUMNS = [
   'metadata',
   'client_reference_id',
   'subscription_public_id',
+  'subscription_plan_id',
+  'provider_customer_id',
+  'signup_setup_id',
+  'completed_at',
 ] as const satisfies readonly (keyof Omit<CheckoutSessionsTable, 'id'>)[];
 const sessionInsert = prepareInsert('checkout_sessions', SESSION_COLUMNS, ['id']);
 
@@ -85,7 +89,17 @@ export async function insertSession(
 export async function updateSession(
   db: Executor,
   id: number,
-  changes: Partial<Pick<CheckoutSessionRow, 'canceled_at' | 'attempt_locked_until' | 'updated_at'>>,
+  changes: Partial<
+    Pick<
+      CheckoutSessionRow,
+      | 'canceled_at'
+      | 'attempt_locked_until'
+      | 'updated_at'
+      | 'provider_customer_id'
+      | 'signup_setup_id'
+      | 'completed_at'
+    >
+  >,
 ): Promise<void> {
   await db.updateTable('checkout_sessions').set(changes).where('id', '=', id).execute();
 }

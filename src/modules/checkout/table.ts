@@ -46,6 +46,14 @@ export interface CheckoutSessionsTable {
   client_reference_id: string | null;
   /** The subscription (SU…) this checkout's payment is for (migration 014): a renewal or a signup. */
   subscription_public_id: string | null;
+  /** A signup checkout's plan (subscription_plans.id); null for every other checkout. */
+  subscription_plan_id: number | null;
+  /** The provider's customer a signup's card is saved on, once made. */
+  provider_customer_id: string | null;
+  /** The provider's setup saving a trial signup's card (no charge), while it waits for 3-D Secure. */
+  signup_setup_id: string | null;
+  /** When the signup made its subscription (a trial's checkout has no payment to say so). */
+  completed_at: string | null;
 }
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;

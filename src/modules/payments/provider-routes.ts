@@ -8,6 +8,7 @@ import { NotFoundError } from '../../http/errors.ts';
 import { Shape } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
+import { syncSetupById } from '../subscriptions/signup.ts';
 import { PaymentStatus } from './schemas.ts';
 import * as store from './store.ts';
 import { handleStripeWebhook } from './stripe-webhook.ts';
@@ -87,7 +88,11 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
     async (request) => {
       const result = await ctx.providers.simulator.answerChallenge(request.params.id, request.body.answer);
       if (!result) throw new NotFoundError('Challenge not found.');
-      if (result.target !== 'payment') return { status: result.status, payment_status: null };
+      if (result.target !== 'payment') {
+        // A card being saved (a trial signup): its subscription is made as soon as the bank approves.
+        await syncSetupById(ctx, result.targetId);
+        return { status: result.status, payment_status: null };
+      }
       // The bank answered: the payment takes the answer at once, as a webhook would bring it.
       const payment = await store.paymentByProviderId(ctx.db, 'simulator', result.targetId);
       if (payment) await syncPayment(ctx, payment);

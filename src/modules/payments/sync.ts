@@ -1,9 +1,11 @@
 // Provider sync: the worker loop (every KASSA_SYNC_INTERVAL_MS), sync-status and the provider-webhook
 // endpoint all re-read a payment from the provider outside any transaction, then apply the answer in one.
+
 import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ProviderNotice } from '../../provider/types.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
+import { syncSetupById } from '../subscriptions/signup.ts';
 import { MAX_WEBHOOK_IDS } from './provider-webhook-guard.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
@@ -128,8 +130,10 @@ export async function handleProviderWebhook(
 export async function syncNotice(
   ctx: AppContext,
   providerName: string,
-  notice: Pick<ProviderNotice, 'paymentIds' | 'refundIds'>,
+  notice: Pick<ProviderNotice, 'paymentIds' | 'refundIds' | 'setupIds'>,
 ): Promise<{ payments: number; refunds: number }> {
+  // A saved card (setup_intent.succeeded): a trial signup waiting on it makes its subscription.
+  for (const setupId of notice.setupIds ?? []) await syncSetupById(ctx, setupId);
   const payments = await eachCounting(notice.paymentIds, async (providerPaymentId) => {
     const row = await store.paymentByProviderId(ctx.db, providerName, providerPaymentId);
     return row ? syncPayment(ctx, row) : false;

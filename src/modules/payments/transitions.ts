@@ -6,6 +6,7 @@ import { newPublicId } from '../../lib/ids.ts';
 import { convert, percentOf, RATE_SCALE, toBigInt } from '../../lib/money.ts';
 import type { ProviderPaymentOutcome, ProviderPaymentState } from '../../provider/types.ts';
 import type { CheckoutSessionRow } from '../checkout/table.ts';
+import { onSignupPaymentPaid } from '../subscriptions/signup.ts';
 import { settlePayment } from '../wallet/settlement.ts';
 import { type CardSummary, recordAttempts } from './attempts.ts';
 import { emitPaymentEvent } from './events.ts';
@@ -169,6 +170,11 @@ export async function applyProviderState(
       .where('id', '=', updated.id)
       .where('settled_at', 'is', null)
       .execute();
+    updated = (await store.lockPayment(trx, updated.id)) ?? updated;
+  }
+  // A signup's first payment: once it is paid, its subscription exists (with the card it saved).
+  if (status === 'paid' && payment.status !== 'paid' && updated.subscription_id === null) {
+    await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now);
     updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }
   if (visible) await emitPaymentEvent(trx, updated, now);

@@ -1,10 +1,15 @@
-// Session endpoints of subscriptions: plans, and the subscriptions themselves (list, detail, cancel).
-// No API key reaches them (sessionAuth): subscriptions are managed in the dashboard only.
+// Session endpoints of subscriptions: plans, and the subscriptions themselves (list, detail, cancel,
+// the sandbox test clock). No API key reaches them (sessionAuth): subscriptions are managed in the
+// dashboard only. The public signup (the plan, and the start of its checkout) is its own plugin.
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
+import { limitPublicCaller } from '../checkout/rate-limit.ts';
+import { CheckoutCreated } from '../checkout/schemas.ts';
 import { EnvironmentQuery } from '../organizations/schemas.ts';
+import { StartLinkBody } from '../payment-links/schemas.ts';
 import {
   advanceSubscriptionClock,
   cancelSubscription,
@@ -18,16 +23,56 @@ import {
   CreatePlanBody,
   Plan,
   PlanList,
+  PublicPlan,
   SubscriptionDetail,
   SubscriptionListQuery,
   SubscriptionPage,
   UpdatePlanBody,
 } from './schemas.ts';
+import { previewPlan, startSignup } from './signup.ts';
 
 // No length limit on the id: anything that is not a plan id of this organization is a 404.
 const IdParam = Type.Object({ id: Type.String() });
 
-export async function subscriptionRoutes(app: App, { ctx }: RouteOptions) {
+export async function subscriptionRoutes(app: App, options: RouteOptions) {
+  await app.register(sessionRoutes, options);
+  await app.register(publicRoutes, options);
+}
+
+/** The customer's signup, authorised by the plan id alone (the /subscribe/{plan id} page). */
+async function publicRoutes(app: App, { ctx }: RouteOptions) {
+  app.addHook('onRequest', async (request, reply) => limitPublicCaller(ctx, request, reply));
+  const PlanParam = Type.Object({ plan: Type.String() });
+
+  app.get(
+    '/subscriptions/public/:plan/',
+    {
+      schema: {
+        params: PlanParam,
+        response: { 200: PublicPlan },
+        description: 'What the signup page shows. 404 for an unknown plan, 410 for one no longer offered.',
+      },
+    },
+    async (request) => previewPlan(ctx, request.params.plan),
+  );
+
+  app.post(
+    '/subscriptions/public/:plan/start/',
+    {
+      bodyLimit: PUBLIC_BODY_LIMIT,
+      schema: {
+        params: PlanParam,
+        body: StartLinkBody,
+        response: { 201: CheckoutCreated },
+        description:
+          "The signup checkout: the hosted page saves the customer's card and charges the first period (or, with a trial, only saves the card). The subscription exists once that succeeds.",
+      },
+    },
+    async (request, reply) => reply.code(201).send(await startSignup(ctx, request.params.plan, request.body)),
+  );
+}
+
+async function sessionRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('preValidation', sessionAuth(ctx));
 
   app.get(

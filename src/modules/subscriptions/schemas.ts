@@ -161,3 +161,19 @@ export const AdvanceClockBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** GET /subscriptions/public/{plan id}/: what the signup page shows. */
+export const PublicPlan = Shape(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    amount: Money,
+    currency: Currency,
+    interval: Type.Enum(['day', 'week', 'month', 'year']),
+    interval_count: Type.Integer({ minimum: 1, maximum: 12 }),
+    trial_days: Type.Integer({ minimum: 0, maximum: 90 }),
+    environment: Environment,
+    merchant: Shape({ name: Type.String(), website: Nullable(Type.String()) }),
+  },
+  'A plan as its public signup page shows it.',
+);

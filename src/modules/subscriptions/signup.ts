@@ -1,0 +1,474 @@
+// The customer's signup (decisions.md "Subscriptions"): the public plan (/subscribe/{plan id} reads it),
+// the start that opens a signup checkout, and what makes the subscription once the card is saved.
+//
+// A signup checkout is a hosted checkout of the plan's price with three differences:
+// - the card is saved on a provider customer made for the subscription (kassa-customer-{SU id});
+// - without a trial, the first period is charged on the hosted page (the card saved by that payment);
+//   with a trial nothing is charged: the card is only saved (a setup, kassa-setup-{SU id}-{n}), with
+//   3-D Secure where the card asks for it;
+// - once that succeeds, and only then, the subscription exists: active with its period 0 paid, or
+//   trialing until the trial's end. A signup checkout that expires or is canceled makes nothing.
+// The subscription's id is chosen when the checkout starts, so the first payment carries it.
+import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
+import { GoneError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { isPublicId, newPublicId } from '../../lib/ids.ts';
+import { formatAmount, toBigInt } from '../../lib/money.ts';
+import { callProvider } from '../../provider/operations/perform.ts';
+import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
+import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import type { CardInput, NextAction, ProviderSetupState, SavedCard } from '../../provider/types.ts';
+import { parseBillingAndUrls } from '../checkout/input.ts';
+import { createCheckoutSession } from '../checkout/service.ts';
+import {
+  assertStillOpen,
+  attemptInFlight,
+  checkoutState,
+  redirectUrl,
+  syncStatusOf,
+} from '../checkout/status.ts';
+import * as checkouts from '../checkout/store.ts';
+import type { CheckoutSessionRow } from '../checkout/table.ts';
+import { assertAllowedRedirect, redirectOriginsOf } from '../organizations/redirect-origins.ts';
+import { getOrganization } from '../organizations/service.ts';
+import type { StartLinkInput } from '../payment-links/schemas.ts';
+import type { PaymentRow } from '../payments/table.ts';
+import { billingAnchor, periodBounds } from './periods.ts';
+import type { SubscriptionPlanRow } from './table.ts';
+
+const SETUP_KIND = 'signup_setup';
+const ATTEMPT_LOCK_MS = 60_000;
+
+async function availablePlan(ctx: AppContext, planId: string): Promise<SubscriptionPlanRow> {
+  const plan = isPublicId('plan', planId)
+    ? await ctx.db
+        .selectFrom('subscription_plans')
+        .selectAll()
+        .where('public_id', '=', planId)
+        .executeTakeFirst()
+    : undefined;
+  if (!plan) throw new NotFoundError('Plan not found.');
+  if (plan.is_active !== 1) throw new GoneError('This plan is no longer available.');
+  const organization = await getOrganization(ctx.db, plan.organization_id);
+  if (organization.status !== 'active') throw new GoneError('This plan is no longer available.');
+  return plan;
+}
+
+/** GET /subscriptions/public/{plan id}/: what the signup page shows. */
+export async function previewPlan(ctx: AppContext, planId: string) {
+  const plan = await availablePlan(ctx, planId);
+  const organization = await getOrganization(ctx.db, plan.organization_id);
+  return {
+    id: plan.public_id,
+    name: plan.name,
+    amount: formatAmount(toBigInt(plan.amount)),
+    currency: plan.currency,
+    interval: plan.interval,
+    interval_count: Number(plan.interval_count),
+    trial_days: Number(plan.trial_days),
+    environment: plan.environment,
+    merchant: { name: organization.name, website: organization.website || null },
+  };
+}
+
+/** POST /subscriptions/public/{plan id}/start/: the signup checkout, with the payment-link start body. */
+export async function startSignup(ctx: AppContext, planId: string, input: StartLinkInput) {
+  const plan = await availablePlan(ctx, planId);
+  if (input.currency !== undefined && input.currency !== plan.currency) {
+    throw new ValidationError(`currency: this plan charges in ${plan.currency}, not ${input.currency}.`);
+  }
+  const organization = await getOrganization(ctx.db, plan.organization_id);
+  const { billing, urls } = parseBillingAndUrls(input);
+  // The start is anonymous: a return URL must be on one of the organization's redirect origins.
+  const origins = redirectOriginsOf(organization);
+  for (const [field, url] of [
+    ['successUrl', urls.success],
+    ['failedUrl', urls.failed],
+    ['cancelUrl', urls.cancel],
+  ] as const) {
+    if (url !== null) assertAllowedRedirect(field, url, origins);
+  }
+  return ctx.db.transaction().execute((trx) =>
+    createCheckoutSession(trx, ctx, {
+      organizationId: plan.organization_id,
+      environment: plan.environment,
+      currency: plan.currency,
+      items: [{ productId: null, name: plan.name, unitPrice: toBigInt(plan.amount), quantity: 1 }],
+      // The plan's amount is what the customer pays each period, tax included.
+      priceMode: 'TTC',
+      billing,
+      urls,
+      simulate: null,
+      paymentLinkId: null,
+      ttlS: ctx.config.linkCheckoutTtlS,
+      subscriptionPublicId: newPublicId('subscription'),
+      subscriptionPlanId: plan.id,
+    }),
+  );
+}
+
+async function planOf(db: Executor, session: CheckoutSessionRow): Promise<SubscriptionPlanRow> {
+  if (session.subscription_plan_id === null) throw new Error(`checkout ${session.public_id} is not a signup`);
+  return db
+    .selectFrom('subscription_plans')
+    .selectAll()
+    .where('id', '=', session.subscription_plan_id)
+    .executeTakeFirstOrThrow();
+}
+
+/** What the hosted page says of a signup checkout (null for every other checkout). */
+export async function signupTerms(ctx: AppContext, session: CheckoutSessionRow) {
+  if (session.subscription_plan_id === null) return null;
+  const plan = await planOf(ctx.db, session);
+  return {
+    plan_id: plan.public_id,
+    plan_name: plan.name,
+    amount: formatAmount(toBigInt(plan.amount)),
+    currency: plan.currency,
+    interval: plan.interval,
+    interval_count: Number(plan.interval_count),
+    trial_days: Number(plan.trial_days),
+  };
+}
+
+/** Whether a signup checkout saves the card only (the plan has a trial) rather than charging it. */
+export async function isTrialSignup(db: Executor, session: CheckoutSessionRow): Promise<boolean> {
+  if (session.subscription_plan_id === null) return false;
+  return Number((await planOf(db, session)).trial_days) > 0;
+}
+
+/**
+ * The provider's customer of a signup (made once: the same key returns the same customer), recorded on
+ * the checkout. Making a customer moves no money, so a lost answer is simply asked again.
+ */
+export async function signupCustomer(ctx: AppContext, session: CheckoutSessionRow): Promise<string> {
+  if (session.provider_customer_id !== null) return session.provider_customer_id;
+  const reference = session.subscription_public_id ?? session.public_id;
+  const provider = ctx.providers.forEnvironment(session.environment);
+  const { customerId } = await provider.createCustomer({
+    idempotencyKey: `kassa-customer-${reference}`,
+    reference,
+    environment: session.environment,
+    email: session.billing_email,
+    name: `${session.billing_first_name} ${session.billing_last_name}`.trim(),
+    metadata: { kassa_subscription_id: reference, kassa_checkout_id: session.public_id },
+  });
+  await checkouts.updateSession(ctx.db, session.id, { provider_customer_id: customerId });
+  return customerId;
+}
+
+/**
+ * Makes the subscription of a signup whose card is saved (in the caller's transaction), once: without a
+ * trial from its paid first payment (period 0 paid by it), with a trial from the setup alone.
+ * Returns false when it already exists or the card is unknown.
+ */
+export async function activateSignup(
+  trx: Executor,
+  session: CheckoutSessionRow,
+  payment: PaymentRow | null,
+  card: SavedCard | null,
+  providerName: string,
+  nowIso: string,
+): Promise<boolean> {
+  const publicId = session.subscription_public_id;
+  if (publicId === null || session.subscription_plan_id === null || card === null) return false;
+  const existing = await trx
+    .selectFrom('subscriptions')
+    .select('id')
+    .where('public_id', '=', publicId)
+    .executeTakeFirst();
+  if (existing) return false;
+  const plan = await planOf(trx, session);
+  const trialDays = payment === null ? Number(plan.trial_days) : 0;
+  const anchor = billingAnchor(new Date(nowIso), trialDays);
+  const recurrence = { interval: plan.interval, intervalCount: Number(plan.interval_count) };
+  const subscription = await trx
+    .insertInto('subscriptions')
+    .values({
+      public_id: publicId,
+      organization_id: session.organization_id,
+      environment: session.environment,
+      plan_id: plan.id,
+      status: payment === null ? 'trialing' : 'active',
+      customer_email: session.billing_email,
+      customer_name: `${session.billing_first_name} ${session.billing_last_name}`.trim() || null,
+      provider: providerName,
+      provider_customer_id: card.customerId,
+      payment_method_id: card.paymentMethodId,
+      card_brand: card.brand,
+      card_last4: card.last4,
+      card_exp_month: card.expMonth,
+      card_exp_year: card.expYear,
+      anchor_at: anchor.toISOString(),
+      trial_end: payment === null ? anchor.toISOString() : null,
+      // With a trial, period 0 is due at its end; without, period 1 (period 0 is this payment).
+      next_renewal_at:
+        payment === null ? anchor.toISOString() : periodBounds(anchor, recurrence, 1).start.toISOString(),
+      test_clock_at: null,
+      canceled_at: null,
+      cancel_reason: null,
+      created_at: nowIso,
+      updated_at: nowIso,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  if (payment !== null) {
+    const period = periodBounds(anchor, recurrence, 0);
+    await trx
+      .insertInto('subscription_cycles')
+      .values({
+        subscription_id: subscription.id,
+        organization_id: session.organization_id,
+        environment: session.environment,
+        period_index: 0,
+        period_start: period.start.toISOString(),
+        period_end: period.end.toISOString(),
+        amount: Number(payment.gross),
+        currency: payment.currency,
+        status: 'paid',
+        attempts: 1,
+        first_attempt_at: nowIso,
+        next_attempt_at: null,
+        payment_id: payment.id,
+        created_at: nowIso,
+        updated_at: nowIso,
+      })
+      .execute();
+    await trx
+      .updateTable('payments')
+      .set({ subscription_id: subscription.id })
+      .where('id', '=', payment.id)
+      .execute();
+  }
+  await trx
+    .updateTable('checkout_sessions')
+    .set({ completed_at: nowIso })
+    .where('id', '=', session.id)
+    .execute();
+  return true;
+}
+
+/** The hook of payments/transitions.ts: a signup's first payment is paid, so its subscription is made. */
+export async function onSignupPaymentPaid(
+  trx: Executor,
+  payment: PaymentRow,
+  card: SavedCard | null,
+  nowIso: string,
+): Promise<void> {
+  const session = await trx
+    .selectFrom('checkout_sessions')
+    .selectAll()
+    .where('id', '=', payment.checkout_session_id)
+    .where('subscription_plan_id', 'is not', null)
+    .executeTakeFirst();
+  if (!session || payment.subscription_id !== null) return;
+  await activateSignup(trx, session, payment, card, payment.provider, nowIso);
+}
+
+function presentSetupAction(action: NextAction | null) {
+  if (action?.type !== 'simulator_challenge') return action ? { type: action.type } : null;
+  return {
+    type: action.type,
+    challenge_id: action.challengeId,
+    url: `/api/provider/simulator/challenges/${action.challengeId}/`,
+  };
+}
+
+/** Records what a setup of a trial signup shows: the subscription on success, the waiting challenge otherwise. */
+async function applySetup(
+  ctx: AppContext,
+  sessionId: number,
+  setup: ProviderSetupState | null,
+  providerName: string,
+) {
+  return ctx.db.transaction().execute(async (trx) => {
+    const session = await checkouts.lockSession(trx, sessionId);
+    const nowIso = ctx.clock().toISOString();
+    if (setup?.status === 'succeeded') {
+      await activateSignup(trx, session, null, setup.savedCard, providerName, nowIso);
+    }
+    await trx
+      .updateTable('checkout_sessions')
+      .set({
+        signup_setup_id: setup?.setupId ?? session.signup_setup_id,
+        attempt_locked_until: null,
+        updated_at: nowIso,
+      })
+      .where('id', '=', sessionId)
+      .execute();
+    return checkouts.lockSession(trx, sessionId);
+  });
+}
+
+/**
+ * POST /checkout/{token}/pay/ on a trial signup: saves the card (no charge) under its write-ahead row,
+ * with the pay answer's shape (no payment: transaction_id and payment_status are null).
+ */
+export async function saveTrialCard(
+  ctx: AppContext,
+  found: CheckoutSessionRow,
+  card: CardInput & { brand: string; last4: string },
+) {
+  const provider = ctx.providers.forEnvironment(found.environment);
+  const customerId = await signupCustomer(ctx, found);
+  const reference = found.subscription_public_id ?? found.public_id;
+  const { operation } = await ctx.db.transaction().execute(async (trx) => {
+    const now = ctx.clock();
+    const session = await checkouts.lockSession(trx, found.id);
+    assertStillOpen(checkoutState(session, undefined, now));
+    if (attemptInFlight(session, now)) {
+      throw new ValidationError('A card is already being saved for this checkout; wait a moment.');
+    }
+    await checkouts.updateSession(trx, session.id, {
+      attempt_locked_until: new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString(),
+    });
+    const n = (await countOperations(trx, 'checkout_session', session.id, SETUP_KIND)) + 1;
+    const recorded = await recordOperation(
+      trx,
+      {
+        kind: SETUP_KIND,
+        idempotencyKey: `kassa-setup-${reference}-${n}`,
+        provider: provider.name,
+        environment: session.environment,
+        organizationId: session.organization_id,
+        subjectType: 'checkout_session',
+        subjectId: session.id,
+        reference,
+        context: { customer_id: customerId },
+      },
+      now.toISOString(),
+      ctx.config.reconcileScheduleMs,
+    );
+    return { operation: recorded };
+  });
+  const call = await callProvider(ctx.config, operation, () =>
+    provider.setupCard({
+      idempotencyKey: operation.idempotency_key,
+      reference,
+      environment: found.environment,
+      customerId,
+      card,
+      metadata: { kassa_subscription_id: reference, kassa_checkout_id: found.public_id },
+    }),
+  );
+  const outcome = call.answered ? call.value.outcome : { status: 'unknown' as const, reason: call.reason };
+  const setup = call.answered ? call.value.setup : null;
+  await ctx.db
+    .transaction()
+    .execute((trx) =>
+      settleOperation(trx, operation.id, outcome, setup?.setupId ?? null, ctx.clock().toISOString()),
+    );
+  const session =
+    outcome.status === 'unknown'
+      ? await checkouts.lockSession(ctx.db, found.id)
+      : await applySetup(ctx, found.id, setup, provider.name);
+  const status = syncStatusOf(checkoutState(session, undefined, ctx.clock()));
+  const declined = outcome.status === 'failed';
+  return {
+    status,
+    payment_status: null,
+    transaction_id: null,
+    attempt: declined
+      ? {
+          status: 'requires_payment_method',
+          paymentId: setup?.setupId ?? '',
+          attemptedAt: ctx.clock().toISOString(),
+          errorMessage: 'Your card could not be saved.',
+          paymentMethod: 'card',
+          cardBrand: card.brand,
+          cardLast4: card.last4,
+        }
+      : null,
+    redirect_url: redirectUrl(session, status),
+    outcome: outcome.status,
+    next_action: outcome.status === 'requires_action' ? presentSetupAction(outcome.nextAction) : null,
+  };
+}
+
+/** The 3-D Secure challenge of a trial's setup, while it waits (what GET /checkout/{token}/ shows). */
+export async function pendingSetupAction(ctx: AppContext, session: CheckoutSessionRow) {
+  if (session.signup_setup_id === null || session.completed_at !== null) return null;
+  const setup = await ctx.providers.forEnvironment(session.environment).getSetup(session.signup_setup_id);
+  return setup?.status === 'requires_action' ? presentSetupAction(setup.nextAction) : null;
+}
+
+/**
+ * Reads a trial signup's waiting setup back (after its challenge, or on the page's sync) and makes the
+ * subscription when it succeeded. Returns the session as it stands after.
+ */
+export async function syncTrialSignup(
+  ctx: AppContext,
+  session: CheckoutSessionRow,
+): Promise<CheckoutSessionRow> {
+  if (session.signup_setup_id === null || session.completed_at !== null) return session;
+  const provider = ctx.providers.forEnvironment(session.environment);
+  const setup = await provider.getSetup(session.signup_setup_id);
+  if (setup?.status !== 'succeeded') return session;
+  return applySetup(ctx, session.id, setup, provider.name);
+}
+
+/** The trial signup whose setup a simulator challenge belonged to (the challenge route's answer). */
+export async function syncSetupById(ctx: AppContext, setupId: string): Promise<void> {
+  const session = await ctx.db
+    .selectFrom('checkout_sessions')
+    .selectAll()
+    .where('signup_setup_id', '=', setupId)
+    .executeTakeFirst();
+  if (session) await syncTrialSignup(ctx, session);
+}
+
+/** The reconciler's side of a trial's setup whose answer was lost: read back by reference, never made twice. */
+const signupSetup: OperationHandler = {
+  async read(ctx, operation) {
+    const provider = ctx.providers.named(operation.provider);
+    const customerId = String((JSON.parse(operation.context) as { customer_id?: string }).customer_id ?? '');
+    const setup = await provider.findSetup(operation.reference, customerId);
+    if (!setup) return { outcome: null };
+    if (setup.status === 'requires_action' || setup.status === 'processing') return { outcome: null };
+    await applySetup(ctx, operation.subject_id, setup, provider.name);
+    return {
+      outcome:
+        setup.status === 'succeeded'
+          ? { status: 'succeeded' }
+          : {
+              status: 'failed',
+              code: setup.lastError?.code ?? 'setup_failed',
+              message: setup.lastError?.message ?? 'The card could not be saved.',
+              retryable: false,
+            },
+      providerObjectId: setup.setupId,
+    };
+  },
+  async neverMade(ctx, operation) {
+    await checkouts.updateSession(ctx.db, operation.subject_id, { attempt_locked_until: null });
+  },
+};
+
+export const signupOperationHandlers: OperationHandlers = { [SETUP_KIND]: signupSetup };
+
+/**
+ * A trial signup with a provider that takes the card in its own form (Stripe): the setup its form
+ * confirms (a SetupIntent, the same one on every read: one key per signup), and its client secret.
+ * Opening a setup charges nothing; the card is saved when the customer confirms it in the browser.
+ */
+export async function providerSetupSecret(
+  ctx: AppContext,
+  session: CheckoutSessionRow,
+): Promise<string | null> {
+  if (checkoutState(session, undefined, ctx.clock()) !== 'open') return null;
+  const provider = ctx.providers.forEnvironment(session.environment);
+  const customerId = await signupCustomer(ctx, session);
+  const reference = session.subscription_public_id ?? session.public_id;
+  const write = await provider.setupCard({
+    idempotencyKey: `kassa-setup-${reference}`,
+    reference,
+    environment: session.environment,
+    customerId,
+    card: null,
+    metadata: { kassa_subscription_id: reference, kassa_checkout_id: session.public_id },
+  });
+  if (write.setup && write.setup.setupId !== session.signup_setup_id) {
+    await checkouts.updateSession(ctx.db, session.id, { signup_setup_id: write.setup.setupId });
+  }
+  return write.clientSecret;
+}

@@ -1,0 +1,267 @@
+// The customer's signup on both databases, through the public API the /subscribe/{plan id} page and the
+// hosted checkout use: the public plan (404 unknown, 410 inactive), the start, and the signup checkout
+// that charges the first period and saves the card (or with a trial only saves it), 3-D Secure included.
+// The subscription exists only once that succeeds: a decline, a cancel or an expiry makes nothing.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { billing, CARDS, card, type Json, pay, syncStatus } from './helpers/checkout.ts';
+import {
+  call,
+  createTestKey,
+  createTestMerchant,
+  DB_KIND,
+  type Merchant,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.ts';
+
+const DAY = 86_400_000;
+const THREE_DS = '4000002760003184';
+/** 3-D Secure on the first use only: later off-session charges go through. */
+const THREE_DS_FIRST = '4000000000003220';
+
+interface Started {
+  checkout_id: string;
+  checkout_url: string;
+  token: string;
+  expires_at: number;
+}
+
+describe(`subscription signup (${DB_KIND})`, () => {
+  let server: TestServer;
+  let owner: Merchant;
+  let monthly: string;
+  let trial: string;
+  let sandboxTrial: string;
+
+  before(async () => {
+    server = await startTestServer({ worker: false });
+    owner = await createTestMerchant(server, 'Signup Shop');
+    const plan = async (body: Json) => {
+      const response = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+        token: owner.token,
+        body,
+      });
+      assert.equal(response.status, 201, response.text);
+      return response.body.id;
+    };
+    monthly = await plan({ name: 'Pro', amount: '15.00', interval: 'month' });
+    trial = await plan({ name: 'Pro trial', amount: '15.00', interval: 'month', trial_days: 14 });
+    sandboxTrial = await plan({
+      name: 'Sandbox trial',
+      amount: '5.00',
+      interval: 'week',
+      trial_days: 7,
+      environment: 'sandbox',
+    });
+  });
+  after(() => server.close());
+
+  const start = async (plan: string, body: Json = billing()) => {
+    const response = await call<Started>(server, 'POST', `/api/subscriptions/public/${plan}/start/`, {
+      body,
+    });
+    assert.equal(response.status, 201, response.text);
+    return response.body;
+  };
+  const subscriptionsOf = (email: string) =>
+    server.ctx.db.selectFrom('subscriptions').selectAll().where('customer_email', '=', email).execute();
+  const detail = async (id: string) => {
+    const response = await call<Json & { cycles: Json[] }>(server, 'GET', `/api/subscriptions/${id}/`, {
+      token: owner.token,
+    });
+    assert.equal(response.status, 200, response.text);
+    return response.body;
+  };
+
+  test('the public plan: what the page shows; 404 for unknown ids, 410 once the plan is deactivated', async () => {
+    const shown = await call<Json>(server, 'GET', `/api/subscriptions/public/${trial}/`);
+    assert.equal(shown.status, 200, shown.text);
+    assert.deepEqual(shown.body, {
+      id: trial,
+      name: 'Pro trial',
+      amount: '15.00',
+      currency: 'USD',
+      interval: 'month',
+      interval_count: 1,
+      trial_days: 14,
+      environment: 'production',
+      merchant: { name: 'Signup Shop', website: null },
+    });
+    for (const id of ['plan_00000000000000', 'nope', '%27%20or%201=1', 'SU0000000000000000']) {
+      const missing = await call<{ detail: string }>(server, 'GET', `/api/subscriptions/public/${id}/`);
+      assert.equal(missing.status, 404, id);
+      assert.equal(missing.body.detail, 'Plan not found.');
+    }
+    const old = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body: { name: 'Old', amount: '3.00', interval: 'month' },
+    });
+    await call(server, 'PATCH', `/api/subscriptions/plans/${old.body.id}/`, {
+      token: owner.token,
+      body: { is_active: false },
+    });
+    const gone = await call<{ detail: string }>(server, 'GET', `/api/subscriptions/public/${old.body.id}/`);
+    assert.equal(gone.status, 410);
+    assert.equal(gone.body.detail, 'This plan is no longer available.');
+    const refused = await call(server, 'POST', `/api/subscriptions/public/${old.body.id}/start/`, {
+      body: billing(),
+    });
+    assert.equal(refused.status, 410);
+  });
+
+  test('without a trial: the first period is charged, the card saved, and the subscription made active', async () => {
+    const email = 'first@example.com';
+    const started = await start(monthly, billing({ billing_email: email }));
+    assert.match(started.checkout_url, /\/checkout\/[A-Za-z0-9_-]{43}$/);
+    const hosted = await call<Json>(server, 'GET', `/api/checkout/${started.token}/`);
+    assert.equal(hosted.status, 200, hosted.text);
+    assert.deepEqual(hosted.body.subscription, {
+      plan_id: monthly,
+      plan_name: 'Pro',
+      amount: '15.00',
+      currency: 'USD',
+      interval: 'month',
+      interval_count: 1,
+      trial_days: 0,
+    });
+    assert.equal(hosted.body.total, '15.00');
+    // A declined card makes no subscription; the customer tries another one.
+    const declined = await pay(server, started.token, CARDS.declined);
+    assert.equal(declined.status, 200, declined.text);
+    assert.equal(declined.body.outcome, 'failed');
+    assert.deepEqual(await subscriptionsOf(email), []);
+    const paid = await pay(server, started.token);
+    assert.equal(paid.status, 200, paid.text);
+    assert.equal(paid.body.status, 'SUCCESS');
+    const [subscription] = await subscriptionsOf(email);
+    assert.ok(subscription, 'made on success');
+    assert.equal(subscription.status, 'active');
+    assert.equal(subscription.card_last4, '4242');
+    assert.equal(subscription.trial_end, null);
+    const shown = await detail(subscription.public_id);
+    assert.equal(shown.status, 'active');
+    assert.equal(shown.cycles.length, 1);
+    assert.equal(shown.cycles[0].status, 'paid');
+    assert.equal(shown.cycles[0].transaction_id, paid.body.transaction_id);
+    // The first payment carries its subscription, as renewals do.
+    const key = await createTestKey(server, owner);
+    const payment = await call<Json>(server, 'GET', `/api/transactions/${paid.body.transaction_id}/`, {
+      apiKey: key,
+    });
+    assert.equal(payment.body.subscription_id, subscription.public_id);
+    assert.equal(payment.body.amount, '15.00');
+    // The next period is due one month after the signup.
+    const anchor = Date.parse(subscription.anchor_at);
+    const next = new Date(anchor);
+    next.setUTCMonth(next.getUTCMonth() + 1);
+    if (new Date(anchor).getUTCDate() === next.getUTCDate())
+      assert.equal(subscription.next_renewal_at, next.toISOString());
+    // Paying again is refused and makes nothing more.
+    const again = await pay(server, started.token);
+    assert.equal(again.status, 410);
+    assert.equal((await subscriptionsOf(email)).length, 1);
+  });
+
+  test('with a trial: the card is only saved, nothing is charged, and the first period is due at its end', async () => {
+    const email = 'trial@example.com';
+    const started = await start(trial, billing({ billing_email: email }));
+    const saved = await pay(server, started.token);
+    assert.equal(saved.status, 200, saved.text);
+    assert.equal(saved.body.status, 'SUCCESS');
+    assert.equal(saved.body.transaction_id, null);
+    assert.equal(saved.body.payment_status, null);
+    const [subscription] = await subscriptionsOf(email);
+    assert.equal(subscription.status, 'trialing');
+    assert.equal(Date.parse(subscription.trial_end ?? '') - Date.parse(subscription.created_at), 14 * DAY);
+    assert.equal(subscription.next_renewal_at, subscription.trial_end);
+    assert.equal((await detail(subscription.public_id)).cycles.length, 0);
+    const charged = await server.ctx.db
+      .selectFrom('payments')
+      .innerJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
+      .select('payments.id')
+      .where('checkout_sessions.public_id', '=', started.checkout_id)
+      .execute();
+    assert.deepEqual(charged, [], 'no payment during a trial');
+    const status = await syncStatus(server, started.token);
+    assert.equal(status.body.status, 'SUCCESS');
+  });
+
+  test('a trial with the 3-D Secure card: the subscription is made once the customer approves', async () => {
+    const email = 'trial-3ds@example.com';
+    const started = await start(sandboxTrial, billing({ billing_email: email }));
+    const asked = await pay(server, started.token, THREE_DS_FIRST);
+    assert.equal(asked.body.outcome, 'requires_action', asked.text);
+    const action = asked.body.next_action as { url: string; challenge_id: string };
+    assert.equal(
+      (await call<Json>(server, 'GET', `/api/checkout/${started.token}/`)).body.next_action?.toString() !==
+        undefined,
+      true,
+    );
+    assert.deepEqual(await subscriptionsOf(email), []);
+    const answered = await call<Json>(server, 'POST', action.url, { body: { answer: 'approve' } });
+    assert.equal(answered.status, 200, answered.text);
+    const [subscription] = await subscriptionsOf(email);
+    assert.equal(subscription.status, 'trialing');
+    assert.equal(subscription.environment, 'sandbox');
+    assert.equal((await syncStatus(server, started.token)).body.status, 'SUCCESS');
+    // The trial ends on the test clock: period 0 is charged off-session then.
+    const advanced = await call<Json & { cycles: Json[]; status: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/${subscription.public_id}/advance-clock/`,
+      { token: owner.token, body: { days: 7 } },
+    );
+    assert.equal(advanced.status, 200, advanced.text);
+    assert.equal(advanced.body.status, 'active');
+    assert.equal(advanced.body.cycles.length, 1);
+    assert.equal(advanced.body.cycles[0].status, 'paid');
+  });
+
+  test('without a trial, with the 3-D Secure card: made once the charge is approved', async () => {
+    const email = 'paid-3ds@example.com';
+    const started = await start(monthly, billing({ billing_email: email }));
+    const asked = await pay(server, started.token, THREE_DS);
+    assert.equal(asked.body.outcome, 'requires_action', asked.text);
+    assert.deepEqual(await subscriptionsOf(email), []);
+    const action = asked.body.next_action as { url: string };
+    await call(server, 'POST', action.url, { body: { answer: 'approve' } });
+    const [subscription] = await subscriptionsOf(email);
+    assert.equal(subscription?.status, 'active');
+    assert.equal(subscription.card_last4, '3184');
+  });
+
+  test('a failed challenge, a cancel or bad input make nothing', async () => {
+    const email = 'nothing@example.com';
+    const failed = await start(trial, billing({ billing_email: email }));
+    const asked = await pay(server, failed.token, THREE_DS);
+    await call(server, 'POST', (asked.body.next_action as { url: string }).url, { body: { answer: 'fail' } });
+    assert.equal((await syncStatus(server, failed.token)).body.status, 'CHECKOUT_PENDING');
+    const canceled = await start(monthly, billing({ billing_email: email }));
+    assert.equal((await call(server, 'POST', `/api/checkout/${canceled.token}/cancel/`)).status, 200);
+    assert.equal((await pay(server, canceled.token)).status, 410);
+    for (const body of [
+      {},
+      billing({ billing_email: 'not-an-email' }),
+      billing({ billing_country: 'France' }),
+      billing({ currency: 'EUR' }),
+      billing({ success_url: 'https://evil.example/x' }),
+      billing({ extra: 1 }),
+    ]) {
+      const response = await call<{ detail: string }>(
+        server,
+        'POST',
+        `/api/subscriptions/public/${monthly}/start/`,
+        {
+          body,
+        },
+      );
+      assert.equal(response.status, 400, JSON.stringify(body));
+      assert.equal(typeof response.body.detail, 'string');
+    }
+    assert.deepEqual(await subscriptionsOf(email), []);
+    // A card form answer for a trial checkout is refused like any bad card.
+    const bad = await call(server, 'POST', `/api/checkout/${failed.token}/pay/`, { body: card('1234') });
+    assert.equal(bad.status, 400);
+  });
+});
