@@ -14,6 +14,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
+import { subscribeWithSavedCard } from './helpers/subscriptions.ts';
 
 const DAY = 86_400_000;
 const THREE_DS = '4000002760003184';
@@ -124,6 +125,7 @@ describe(`subscription signup (${DB_KIND})`, () => {
       interval: 'month',
       interval_count: 1,
       trial_days: 0,
+      update_card: false,
     });
     assert.equal(hosted.body.total, '15.00');
     // A declined card makes no subscription; the customer tries another one.
@@ -263,5 +265,78 @@ describe(`subscription signup (${DB_KIND})`, () => {
     // A card form answer for a trial checkout is refused like any bad card.
     const bad = await call(server, 'POST', `/api/checkout/${failed.token}/pay/`, { body: card('1234') });
     assert.equal(bad.status, 400);
+  });
+
+  test('the update-card page replaces the card and retries the past-due period at once; it works once', async () => {
+    const sandboxMonthly = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body: { name: 'Box', amount: '20.00', interval: 'month', environment: 'sandbox' },
+    });
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxMonthly.body.id,
+      cardNumber: CARDS.insufficient.replaceAll(' ', ''),
+      anchorAt: new Date(Date.UTC(2032, 4, 10)).toISOString(),
+      testClock: true,
+      email: 'update-card@example.com',
+    });
+    const failed = await call<Json & { status: string; cycles: { attempts: number }[] }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/advance-clock/`,
+      {
+        token: owner.token,
+        body: { days: 1 },
+      },
+    );
+    assert.equal(failed.body.status, 'past_due');
+    const link = await call<{ url: string; expires_at: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/update-card-link/`,
+      { token: owner.token },
+    );
+    assert.equal(link.status, 200, link.text);
+    assert.match(link.body.url, /\/checkout\/[A-Za-z0-9_-]{43}$/);
+    const days = (Date.parse(link.body.expires_at) - Date.now()) / DAY;
+    assert.ok(days > 6.99 && days <= 7, `valid 7 days: ${days}`);
+    const token = link.body.url.split('/').pop() ?? '';
+    const page = await call<Json>(server, 'GET', `/api/checkout/${token}/`);
+    assert.equal((page.body.subscription as { update_card: boolean }).update_card, true);
+    const saved = await pay(server, token);
+    assert.equal(saved.status, 200, saved.text);
+    assert.equal(saved.body.status, 'SUCCESS');
+    assert.equal(saved.body.transaction_id, null, 'saving the card charges nothing itself');
+    const after = await detail(sub.publicId);
+    assert.equal(after.status, 'active', 'the past-due period was retried at once on the new card');
+    assert.equal(after.cycles[0].status, 'paid');
+    assert.equal(after.cycles[0].attempts, failed.body.cycles[0].attempts + 1);
+    assert.equal((after.card as { last4: string }).last4, '4242');
+    assert.equal((await pay(server, token)).status, 410, 'single use');
+    // The failed payment's mail carried such a link too.
+    const { readdir, readFile } = await import('node:fs/promises');
+    const directory = `${server.env.KASSA_DATA_DIR}/mail`;
+    const mails = await Promise.all(
+      (await readdir(directory)).map((name) => readFile(`${directory}/${name}`, 'utf8')),
+    );
+    const failedMail = mails.find(
+      (mail) => mail.includes('To: update-card@example.com') && /Subject: Your payment to/.test(mail),
+    );
+    assert.ok(failedMail, 'a failed-payment mail');
+    assert.match(failedMail.replace(/=\r?\n/g, ''), /\/checkout\/[A-Za-z0-9_-]{43}/);
+    // Canceled: no link; another organization: 404.
+    await call(server, 'POST', `/api/subscriptions/${sub.publicId}/cancel/`, {
+      token: owner.token,
+      body: { at_period_end: false },
+    });
+    const refused = await call(server, 'POST', `/api/subscriptions/${sub.publicId}/update-card-link/`, {
+      token: owner.token,
+    });
+    assert.equal(refused.status, 409);
+    const other = await createTestMerchant(server, 'Else');
+    const foreign = await call(server, 'POST', `/api/subscriptions/${sub.publicId}/update-card-link/`, {
+      token: other.token,
+    });
+    assert.equal(foreign.status, 404);
   });
 });

@@ -1432,6 +1432,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/subscriptions/{id}/update-card-link/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a link where the customer saves a new card
+         * @description Permission: subscriptions:write (roles: owner, admin).
+         */
+        post: operations["postSubscriptionsByIdUpdateCardLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/subscriptions/public/{plan}/": {
         parameters: {
             query?: never;
@@ -7193,6 +7213,8 @@ export interface operations {
                             interval: "day" | "week" | "month" | "year";
                             interval_count: number;
                             trial_days: number;
+                            /** @description true: the subscription's update-card page (a new card is saved, nothing is charged). */
+                            update_card: boolean;
                         } | null;
                     };
                 };
@@ -9093,6 +9115,81 @@ export interface operations {
                             next_attempt_at: string | null;
                             transaction_id: string | null;
                         }[];
+                    };
+                };
+            };
+            /** @description The request is invalid: the detail names the field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or invalid ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The role lacks the permission. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found in this organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Any other client error: {"detail": "..."}. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSubscriptionsByIdUpdateCardLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page where the customer saves a new card; it replaces the saved one and retries a past-due period at once. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uri
+                         * @description The customer's page: single use, for 7 days.
+                         */
+                        url: string;
+                        /** Format: date-time */
+                        expires_at: string;
                     };
                 };
             };

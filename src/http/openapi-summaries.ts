@@ -42,6 +42,7 @@ export const SUMMARIES: Record<string, string> = {
   'POST /api/subscriptions/:id/cancel/': 'Cancel a subscription now or at the end of its period',
   'GET /api/subscriptions/public/:plan/': 'Read a plan for its public signup page',
   'POST /api/subscriptions/public/:plan/start/': 'Start the signup checkout of a plan',
+  'POST /api/subscriptions/:id/update-card-link/': 'Make a link where the customer saves a new card',
   'POST /api/subscriptions/:id/advance-clock/':
     "Move a sandbox subscription's test clock forward and run what falls due",
   'GET /api/products/': 'List products',

@@ -29,9 +29,68 @@ const MESSAGES = {
   ],
 };
 
+/** The plan of a signup checkout (/subscribe/{plan id}), or null. */
+let signup = null;
+
+const UNITS = {
+  day: ['day', 'days'],
+  week: ['week', 'weeks'],
+  month: ['month', 'months'],
+  year: ['year', 'years'],
+};
+
+/** "every month", "every 3 months". */
+function everyText(interval, count) {
+  const [one, many] = UNITS[interval] || [interval, `${interval}s`];
+  return count === 1 ? `every ${one}` : `every ${count} ${many}`;
+}
+
 function finish(kind, redirectUrl, message) {
-  const [title, sentence] = MESSAGES[kind];
+  let [title, sentence] = MESSAGES[kind];
+  if (signup && kind === 'success') {
+    const price = `${money(signup.amount, signup.currency)} ${everyText(signup.interval, signup.interval_count)}`;
+    title = signup.update_card ? 'Your card was updated' : 'You are subscribed';
+    sentence = signup.update_card
+      ? `Thank you. Your new card will be used for your ${signup.plan_name} subscription (${price}).`
+      : signup.trial_days > 0
+        ? `Your free trial has started. Your card was saved and will be charged ${price} when the trial ends.`
+        : `Thank you. Your payment has been received and your subscription is active: ${price}.`;
+  }
   showResult(kind, title, message || sentence, redirectUrl);
+}
+
+/** What a signup checkout says above the card form: what is charged today, and after. */
+function renderSignup(data) {
+  signup = data.subscription || null;
+  $('subscription-terms').hidden = !signup;
+  if (!signup) return;
+  const price = money(signup.amount, signup.currency);
+  const every = everyText(signup.interval, signup.interval_count);
+  if (signup.update_card) {
+    text(
+      'subscription-terms',
+      `Your ${signup.plan_name} subscription: ${price} ${every}. Nothing is charged now unless a payment is overdue.`,
+    );
+    text('total', money('0.00', signup.currency));
+    text('form-title', 'Your new card');
+    payLabel = 'Save card';
+  } else if (signup.trial_days > 0) {
+    const ends = new Date(Date.now() + signup.trial_days * 86_400_000).toLocaleDateString(undefined, {
+      dateStyle: 'medium',
+    });
+    text(
+      'subscription-terms',
+      `Free for ${signup.trial_days} days: nothing is charged today. From ${ends}, ${price} ${every} until you cancel.`,
+    );
+    text('total', money('0.00', signup.currency));
+    text('form-title', 'Save your card');
+    payLabel = 'Start free trial';
+  } else {
+    text('subscription-terms', `Then ${price} ${every} until you cancel.`);
+    text('form-title', 'Pay by card');
+    payLabel = `Subscribe and pay ${money(data.total, currency)}`;
+  }
+  text('pay-button', payLabel);
 }
 
 // ---- Card checks: the customer sees a problem before anything is sent.
@@ -134,6 +193,7 @@ function renderSession(data) {
   }
   payLabel = `Pay ${money(data.total, currency)}`;
   text('pay-button', payLabel);
+  renderSignup(data);
   const stripe = data.provider && data.provider.name === 'stripe';
   $('card-fields').hidden = stripe;
   $('stripe-element').hidden = !stripe;
@@ -167,6 +227,7 @@ async function load(message) {
   if (response.status === 410) return finish('gone');
   if (response.status !== 200) return finish('error');
   const data = response.data;
+  signup = data.subscription || null;
   if (data.status === 'expired')
     return finish(
       'gone',
@@ -293,13 +354,15 @@ async function mountStripe(provider) {
   const stripe = StripeJs(provider.publishable_key);
   const elements = stripe.elements({ clientSecret: provider.client_secret });
   elements.create('payment').mount('#stripe-element');
-  stripeForm = { stripe, elements, clientSecret: provider.client_secret };
+  stripeForm = { stripe, elements, clientSecret: provider.client_secret, mode: provider.mode || 'payment' };
   formError(null);
 }
 
 async function payWithStripe() {
   setBusy(true, 'Processing…');
-  const result = await stripeForm.stripe.confirmPayment({
+  // A trial signup only saves the card (a SetupIntent); everything else is a payment.
+  const confirm = stripeForm.mode === 'setup' ? 'confirmSetup' : 'confirmPayment';
+  const result = await stripeForm.stripe[confirm]({
     elements: stripeForm.elements,
     confirmParams: { return_url: `${location.origin}/checkout/${encodeURIComponent(token)}?return=1` },
     redirect: 'if_required',

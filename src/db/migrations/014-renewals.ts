@@ -19,6 +19,8 @@ export function renewals(): Migration {
       await db.schema.alterTable('checkout_sessions').addColumn('provider_customer_id', 'text').execute();
       await db.schema.alterTable('checkout_sessions').addColumn('signup_setup_id', 'text').execute();
       await db.schema.alterTable('checkout_sessions').addColumn('completed_at', 'text').execute();
+      // card_update: the subscription's update-card page (a setup, no charge), not a signup.
+      await db.schema.alterTable('checkout_sessions').addColumn('purpose', 'text').execute();
       // The renewal worker reads only real-time subscriptions; a test clock runs its own.
       await db.schema
         .createIndex('subscriptions_real_time_due')

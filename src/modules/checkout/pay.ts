@@ -14,7 +14,7 @@ import type { CardInput, PaymentProvider, PaymentWrite } from '../../provider/ty
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState } from '../payments/transitions.ts';
-import { isTrialSignup, saveTrialCard, signupCustomer } from '../subscriptions/signup.ts';
+import { savesCardOnly, saveTrialCard, signupCustomer } from '../subscriptions/signup.ts';
 import { failAfterDeclineLimit } from './card-testing.ts';
 import { findSessionByToken, paymentMetadata, presentHostedAttempt, presentNextAction } from './hosted.ts';
 import { openCheckoutPayment } from './provider-form.ts';
@@ -114,7 +114,7 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
   // A signup checkout saves the card on the subscription's customer: with a trial it is only saved.
   let saveCardFor: string | null = null;
   if (found.subscription_plan_id !== null) {
-    if (await isTrialSignup(ctx.db, found)) return saveTrialCard(ctx, found, card);
+    if (await savesCardOnly(ctx.db, found)) return saveTrialCard(ctx, found, card);
     saveCardFor = await signupCustomer(ctx, found);
   }
   const { session, payment, operation } = await reserveAttempt(ctx, found.id, provider);

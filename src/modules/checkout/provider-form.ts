@@ -12,7 +12,7 @@ import type { PaymentProvider, ProviderName } from '../../provider/types.ts';
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState, openPayment } from '../payments/transitions.ts';
-import { isTrialSignup, providerSetupSecret, signupCustomer } from '../subscriptions/signup.ts';
+import { providerSetupSecret, savesCardOnly, signupCustomer } from '../subscriptions/signup.ts';
 import { itemsOf, paymentMetadata } from './hosted.ts';
 import { checkoutState } from './status.ts';
 import * as store from './store.ts';
@@ -127,7 +127,7 @@ export async function providerForm(ctx: AppContext, session: CheckoutSessionRow)
   // A signup: with a trial the card is only saved (a setup); without, the first payment saves it.
   let saveCardFor: string | null = null;
   if (session.subscription_plan_id !== null) {
-    if (await isTrialSignup(ctx.db, session)) {
+    if (await savesCardOnly(ctx.db, session)) {
       const secret = await providerSetupSecret(ctx, session);
       return {
         payment: undefined,

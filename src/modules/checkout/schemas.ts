@@ -224,6 +224,10 @@ export const HostedCheckout = Shape(
           interval: Type.Enum(['day', 'week', 'month', 'year']),
           interval_count: Type.Integer({ minimum: 1, maximum: 12 }),
           trial_days: Type.Integer({ minimum: 0, maximum: 90 }),
+          update_card: Type.Boolean({
+            description:
+              "true: the subscription's update-card page (a new card is saved, nothing is charged).",
+          }),
         },
         'A signup checkout (/subscribe/{plan id}): the plan it subscribes to. With trial_days > 0 the card is only saved today.',
       ),

@@ -39,6 +39,10 @@ export interface NewCheckoutSession {
   subscriptionPublicId?: string | null;
   /** A signup checkout's plan (subscription_plans.id). */
   subscriptionPlanId?: number | null;
+  /** card_update: a subscription's update-card page. */
+  purpose?: 'card_update' | null;
+  /** The provider customer a signup or card update saves the card on, when already known. */
+  providerCustomerId?: string | null;
 }
 
 /** Records a session and returns the interface's creation response. Validates the total's limits. */
@@ -108,9 +112,10 @@ export async function createCheckoutSession(
     client_reference_id: input.clientReferenceId ?? null,
     subscription_public_id: input.subscriptionPublicId ?? null,
     subscription_plan_id: input.subscriptionPlanId ?? null,
-    provider_customer_id: null,
+    provider_customer_id: input.providerCustomerId ?? null,
     signup_setup_id: null,
     completed_at: null,
+    purpose: input.purpose ?? null,
   });
   return {
     checkout_id: publicId,

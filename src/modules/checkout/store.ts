@@ -75,6 +75,7 @@ const SESSION_COLUMNS = [
   'provider_customer_id',
   'signup_setup_id',
   'completed_at',
+  'purpose',
 ] as const satisfies readonly (keyof Omit<CheckoutSessionsTable, 'id'>)[];
 const sessionInsert = prepareInsert('checkout_sessions', SESSION_COLUMNS, ['id']);
 

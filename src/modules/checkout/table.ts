@@ -54,6 +54,8 @@ export interface CheckoutSessionsTable {
   signup_setup_id: string | null;
   /** When the signup made its subscription (a trial's checkout has no payment to say so). */
   completed_at: string | null;
+  /** card_update: a subscription's update-card page (saves a card, charges nothing); null otherwise. */
+  purpose: 'card_update' | null;
 }
 
 export type CheckoutSessionRow = Selectable<CheckoutSessionsTable>;

@@ -79,6 +79,7 @@ export const SESSION_ROUTES: Readonly<Record<string, RouteRule>> = {
   'GET /api/subscriptions/:id/': allow('subscriptions:read'),
   'POST /api/subscriptions/:id/cancel/': allow('subscriptions:write'),
   'POST /api/subscriptions/:id/advance-clock/': allow('subscriptions:write'),
+  'POST /api/subscriptions/:id/update-card-link/': allow('subscriptions:write'),
   'GET /api/payment-links/': allow('payment_links:read'),
   'POST /api/payment-links/': allow('payment_links:write'),
   'GET /api/payment-links/:id/': allow('payment_links:read'),

@@ -1,5 +1,5 @@
-// The customer-facing HTML pages at the root: the hosted checkout (/checkout/{token}) and the
-// payment-link page (/pay/{id}). Each is one static document (built once, see build.ts) that reads its
+// The customer-facing HTML pages at the root: the hosted checkout (/checkout/{token}), the
+// payment-link page (/pay/{id}) and a plan's signup page (/subscribe/{plan id}). Each is one static document (built once, see build.ts) that reads its
 // token from its own URL and talks to the public JSON API; nothing here touches the database.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -8,22 +8,22 @@ import { buildHostedPage, type HostedPage, pickEncoding } from './build.ts';
 
 const TOKEN = /^[A-Za-z0-9_-]{16,200}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PLAN = /^plan_[0-9A-Za-z]{14}$/;
 
-const pages = new Map<string, { checkout: HostedPage; pay: HostedPage }>();
+type Pages = { checkout: HostedPage; pay: HostedPage; subscribe: HostedPage };
+const pages = new Map<string, Pages>();
 
 /**
  * Built on first use and kept for the life of the process (the sources do not change under it). With
  * Stripe as production's provider the checkout page loads Stripe.js, under Stripe's CSP; otherwise not.
  */
-export function hostedPages(provider: 'simulator' | 'stripe' = 'simulator'): {
-  checkout: HostedPage;
-  pay: HostedPage;
-} {
+export function hostedPages(provider: 'simulator' | 'stripe' = 'simulator'): Pages {
   let built = pages.get(provider);
   if (!built) {
     built = {
       checkout: buildHostedPage('checkout.html', undefined, { stripe: provider === 'stripe' }),
       pay: buildHostedPage('pay.html'),
+      subscribe: buildHostedPage('subscribe.html'),
     };
     pages.set(provider, built);
   }
@@ -54,7 +54,7 @@ function sendPage(request: FastifyRequest, reply: FastifyReply, page: HostedPage
 }
 
 export async function pageRoutes(app: App, { ctx }: RouteOptions) {
-  const { checkout, pay } = hostedPages(ctx.config.provider);
+  const { checkout, pay, subscribe } = hostedPages(ctx.config.provider);
 
   app.get(
     '/checkout/:token',
@@ -64,5 +64,11 @@ export async function pageRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get('/pay/:id', { schema: { params: Type.Object({ id: Type.String() }) } }, async (request, reply) =>
     sendPage(request, reply, pay, UUID.test(request.params.id)),
+  );
+
+  app.get(
+    '/subscribe/:plan',
+    { schema: { params: Type.Object({ plan: Type.String() }) } },
+    async (request, reply) => sendPage(request, reply, subscribe, PLAN.test(request.params.plan)),
   );
 }

@@ -4,6 +4,7 @@
 import type { AppContext } from '../../context.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { CustomerMail } from './dunning.ts';
+import { createUpdateCardLink } from './signup.ts';
 
 function intervalText(interval: string, count: number): string {
   return count === 1 ? interval : `${count} ${interval}s`;
@@ -34,6 +35,8 @@ export async function sendCustomerMail(ctx: AppContext, subscriptionId: number, 
     if (!row) return;
     const price = `${formatAmount(toBigInt(row.amount))} ${row.currency} every ${intervalText(row.interval, Number(row.interval_count))}`;
     const card = `${row.card_brand} ending in ${row.card_last4}`;
+    // A failed payment carries the customer's update-card page.
+    const link = mail === 'payment_failed' ? await createUpdateCardLink(ctx, subscriptionId) : null;
     const hello = `Hello${row.customer_name ? ` ${row.customer_name}` : ''},\n\n`;
     const footer = `\nSubscription ${row.public_id} with ${row.merchant}.\n`;
     const messages: Record<CustomerMail, { subject: string; text: string }> = {
@@ -44,8 +47,9 @@ export async function sendCustomerMail(ctx: AppContext, subscriptionId: number, 
       payment_failed: {
         subject: `Your payment to ${row.merchant} failed`,
         text:
-          `${hello}we could not charge your ${card} for your ${row.plan_name} subscription (${price}).\n` +
-          `We will try again over the next two weeks. If your card has changed, ask ${row.merchant} for a link to update it.\n${footer}`,
+          `${hello}we could not charge your ${card} for your ${row.plan_name} subscription (${price}).\n\n` +
+          `To keep your subscription, give a new card here (the link works once, for 7 days):\n${link?.url ?? ''}\n\n` +
+          `Otherwise we will try your card again over the next two weeks.\n${footer}`,
       },
       canceled: {
         subject: `Your ${row.plan_name} subscription with ${row.merchant} has ended`,

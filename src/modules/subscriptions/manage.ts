@@ -23,6 +23,7 @@ import { movePayment } from '../payments/transitions.ts';
 import type { SubscriptionStatus } from './dunning.ts';
 import { periodBounds, periodIndexAt } from './periods.ts';
 import { advanceClock, renewalInFlight } from './renew.ts';
+import { createUpdateCardLink } from './signup.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
 const STATUSES: readonly SubscriptionStatus[] = ['trialing', 'active', 'past_due', 'canceled'];
@@ -266,4 +267,30 @@ export async function advanceSubscriptionClock(
     ctx.clock().toISOString(),
   );
   return getSubscription(ctx, organizationId, publicId);
+}
+
+/** POST /subscriptions/{id}/update-card-link/: the customer's single-use page to save a new card. */
+export async function updateCardLink(
+  ctx: AppContext,
+  organizationId: number,
+  publicId: string,
+  actor: Actor,
+) {
+  const existing = await findSubscription(ctx.db, organizationId, publicId);
+  if (!existing) throw new NotFoundError('Subscription not found.');
+  if (existing.status === 'canceled') {
+    throw new ConflictError('The subscription is canceled; there is no card to update.');
+  }
+  const link = await createUpdateCardLink(ctx, existing.id);
+  await recordAudit(
+    ctx.db,
+    organizationId,
+    actor,
+    {
+      action: 'subscription.update_card_link_created',
+      target: { type: 'subscription', id: existing.public_id },
+    },
+    ctx.clock().toISOString(),
+  );
+  return link;
 }

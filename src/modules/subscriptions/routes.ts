@@ -15,6 +15,7 @@ import {
   cancelSubscription,
   getSubscription,
   listSubscriptions,
+  updateCardLink,
 } from './manage.ts';
 import { createPlan, getPlan, listPlans, updatePlan } from './plans.ts';
 import {
@@ -27,6 +28,7 @@ import {
   SubscriptionDetail,
   SubscriptionListQuery,
   SubscriptionPage,
+  UpdateCardLink,
   UpdatePlanBody,
 } from './schemas.ts';
 import { previewPlan, startSignup } from './signup.ts';
@@ -147,5 +149,12 @@ async function sessionRoutes(app: App, { ctx }: RouteOptions) {
         request.body.days,
         actorOf(request),
       ),
+  );
+
+  app.post(
+    '/subscriptions/:id/update-card-link/',
+    { schema: { params: IdParam, response: { 200: UpdateCardLink } } },
+    async (request) =>
+      updateCardLink(ctx, sessionOf(request).organizationId, request.params.id, actorOf(request)),
   );
 }

@@ -177,3 +177,12 @@ export const PublicPlan = Shape(
   },
   'A plan as its public signup page shows it.',
 );
+
+/** POST /subscriptions/{id}/update-card-link/ */
+export const UpdateCardLink = Shape(
+  {
+    url: Type.String({ format: 'uri', description: "The customer's page: single use, for 7 days." }),
+    expires_at: Timestamp,
+  },
+  'A page where the customer saves a new card; it replaces the saved one and retries a past-due period at once.',
+);

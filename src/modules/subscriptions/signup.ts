@@ -34,6 +34,7 @@ import { getOrganization } from '../organizations/service.ts';
 import type { StartLinkInput } from '../payment-links/schemas.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { billingAnchor, periodBounds } from './periods.ts';
+import { runRenewals } from './renew.ts';
 import type { SubscriptionPlanRow } from './table.ts';
 
 const SETUP_KIND = 'signup_setup';
@@ -128,12 +129,17 @@ export async function signupTerms(ctx: AppContext, session: CheckoutSessionRow) 
     interval: plan.interval,
     interval_count: Number(plan.interval_count),
     trial_days: Number(plan.trial_days),
+    update_card: session.purpose === 'card_update',
   };
 }
 
-/** Whether a signup checkout saves the card only (the plan has a trial) rather than charging it. */
-export async function isTrialSignup(db: Executor, session: CheckoutSessionRow): Promise<boolean> {
+/**
+ * Whether a checkout only saves a card rather than charging it: a signup whose plan has a trial, or a
+ * subscription's update-card page.
+ */
+export async function savesCardOnly(db: Executor, session: CheckoutSessionRow): Promise<boolean> {
   if (session.subscription_plan_id === null) return false;
+  if (session.purpose === 'card_update') return true;
   return Number((await planOf(db, session)).trial_days) > 0;
 }
 
@@ -281,11 +287,12 @@ async function applySetup(
   setup: ProviderSetupState | null,
   providerName: string,
 ) {
-  return ctx.db.transaction().execute(async (trx) => {
+  const after = await ctx.db.transaction().execute(async (trx) => {
     const session = await checkouts.lockSession(trx, sessionId);
     const nowIso = ctx.clock().toISOString();
     if (setup?.status === 'succeeded') {
-      await activateSignup(trx, session, null, setup.savedCard, providerName, nowIso);
+      if (session.purpose === 'card_update') await replaceCard(trx, session, setup.savedCard, nowIso);
+      else await activateSignup(trx, session, null, setup.savedCard, providerName, nowIso);
     }
     await trx
       .updateTable('checkout_sessions')
@@ -298,6 +305,11 @@ async function applySetup(
       .execute();
     return checkouts.lockSession(trx, sessionId);
   });
+  // A new card retries a period being dunned at once (dunning stays on its schedule otherwise).
+  if (after.purpose === 'card_update' && after.completed_at !== null && setup?.status === 'succeeded') {
+    await retryWithNewCard(ctx, after);
+  }
+  return after;
 }
 
 /**
@@ -310,6 +322,20 @@ export async function saveTrialCard(
   card: CardInput & { brand: string; last4: string },
 ) {
   const provider = ctx.providers.forEnvironment(found.environment);
+  if (found.purpose === 'card_update') {
+    const subscription = await ctx.db
+      .selectFrom('subscriptions')
+      .select('status')
+      .where('public_id', '=', found.subscription_public_id ?? '')
+      .executeTakeFirst();
+    if (
+      subscription?.status !== 'trialing' &&
+      subscription?.status !== 'active' &&
+      subscription?.status !== 'past_due'
+    ) {
+      throw new GoneError('This subscription has been canceled; there is no card to update.');
+    }
+  }
   const customerId = await signupCustomer(ctx, found);
   const reference = found.subscription_public_id ?? found.public_id;
   const { operation } = await ctx.db.transaction().execute(async (trx) => {
@@ -327,7 +353,10 @@ export async function saveTrialCard(
       trx,
       {
         kind: SETUP_KIND,
-        idempotencyKey: `kassa-setup-${reference}-${n}`,
+        idempotencyKey:
+          session.purpose === 'card_update'
+            ? `kassa-setup-${reference}-${session.public_id}-${n}`
+            : `kassa-setup-${reference}-${n}`,
         provider: provider.name,
         environment: session.environment,
         organizationId: session.organization_id,
@@ -471,4 +500,104 @@ export async function providerSetupSecret(
     await checkouts.updateSession(ctx.db, session.id, { signup_setup_id: write.setup.setupId });
   }
   return write.clientSecret;
+}
+
+/** Replaces a subscription's saved card with the one its update-card page saved (in the caller's transaction). */
+async function replaceCard(
+  trx: Executor,
+  session: CheckoutSessionRow,
+  card: SavedCard | null,
+  nowIso: string,
+) {
+  if (card === null || session.subscription_public_id === null) return;
+  const updated = await trx
+    .updateTable('subscriptions')
+    .set({
+      provider_customer_id: card.customerId,
+      payment_method_id: card.paymentMethodId,
+      card_brand: card.brand,
+      card_last4: card.last4,
+      card_exp_month: card.expMonth,
+      card_exp_year: card.expYear,
+      updated_at: nowIso,
+    })
+    .where('public_id', '=', session.subscription_public_id)
+    .where('status', '<>', 'canceled')
+    .returning('id')
+    .executeTakeFirst();
+  if (!updated) return;
+  // The period being dunned is due again now, on the new card (its tries so far still count).
+  await trx
+    .updateTable('subscription_cycles')
+    .set({ next_attempt_at: nowIso, needs_new_card: 0, updated_at: nowIso })
+    .where('subscription_id', '=', updated.id)
+    .where('status', '=', 'retrying')
+    .where('next_attempt_at', 'is not', null)
+    .execute();
+  await trx
+    .updateTable('checkout_sessions')
+    .set({ completed_at: nowIso })
+    .where('id', '=', session.id)
+    .execute();
+}
+
+async function retryWithNewCard(ctx: AppContext, session: CheckoutSessionRow) {
+  const subscription = await ctx.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('public_id', '=', session.subscription_public_id ?? '')
+    .executeTakeFirst();
+  if (subscription) await runRenewals(ctx, subscription);
+}
+
+const CARD_UPDATE_TTL_S = 7 * 86_400;
+
+/**
+ * POST /subscriptions/{id}/update-card-link/ (and the failed-payment mail): a single-use page, valid
+ * 7 days, where the customer saves a new card; it replaces the saved one and retries a past-due period.
+ */
+export async function createUpdateCardLink(ctx: AppContext, subscriptionId: number) {
+  const subscription = await ctx.db
+    .selectFrom('subscriptions')
+    .selectAll()
+    .where('id', '=', subscriptionId)
+    .executeTakeFirstOrThrow();
+  const plan = await ctx.db
+    .selectFrom('subscription_plans')
+    .selectAll()
+    .where('id', '=', subscription.plan_id)
+    .executeTakeFirstOrThrow();
+  const [first, ...rest] = (subscription.customer_name ?? '').trim().split(/\s+/);
+  const signup = await ctx.db
+    .selectFrom('checkout_sessions')
+    .select(['billing_country', 'billing_first_name', 'billing_last_name'])
+    .where('subscription_public_id', '=', subscription.public_id)
+    .orderBy('id')
+    .executeTakeFirst();
+  const created = await ctx.db.transaction().execute((trx) =>
+    createCheckoutSession(trx, ctx, {
+      organizationId: subscription.organization_id,
+      environment: subscription.environment,
+      currency: plan.currency,
+      items: [{ productId: null, name: plan.name, unitPrice: toBigInt(plan.amount), quantity: 1 }],
+      priceMode: 'TTC',
+      billing: {
+        country: signup?.billing_country ?? 'ZZ',
+        postalCode: null,
+        firstName: signup?.billing_first_name ?? (first || subscription.customer_email),
+        lastName: signup?.billing_last_name ?? rest.join(' '),
+        email: subscription.customer_email,
+        phone: null,
+      },
+      urls: { success: null, failed: null, cancel: null },
+      simulate: null,
+      paymentLinkId: null,
+      ttlS: CARD_UPDATE_TTL_S,
+      subscriptionPublicId: subscription.public_id,
+      subscriptionPlanId: plan.id,
+      purpose: 'card_update',
+      providerCustomerId: subscription.provider_customer_id,
+    }),
+  );
+  return { url: created.checkout_url, expires_at: new Date(created.expires_at * 1000).toISOString() };
 }
