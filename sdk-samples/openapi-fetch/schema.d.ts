@@ -8763,6 +8763,7 @@ export interface operations {
                             cancel_at_period_end: boolean;
                             canceled_at: string | null;
                             cancel_reason: ("merchant" | "payment_failed") | null;
+                            test_clock_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -8853,6 +8854,7 @@ export interface operations {
                         cancel_at_period_end: boolean;
                         canceled_at: string | null;
                         cancel_reason: ("merchant" | "payment_failed") | null;
+                        test_clock_at: string | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -8974,6 +8976,7 @@ export interface operations {
                         cancel_at_period_end: boolean;
                         canceled_at: string | null;
                         cancel_reason: ("merchant" | "payment_failed") | null;
+                        test_clock_at: string | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -9095,6 +9098,7 @@ export interface operations {
                         cancel_at_period_end: boolean;
                         canceled_at: string | null;
                         cancel_reason: ("merchant" | "payment_failed") | null;
+                        test_clock_at: string | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */

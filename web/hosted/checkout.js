@@ -72,6 +72,7 @@ function renderSignup(data) {
       `Your ${signup.plan_name} subscription: ${price} ${every}. Nothing is charged now unless a payment is overdue.`,
     );
     text('total', money('0.00', signup.currency));
+    text('total-label', 'Due today');
     text('form-title', 'Your new card');
     payLabel = 'Save card';
   } else if (signup.trial_days > 0) {
@@ -83,6 +84,7 @@ function renderSignup(data) {
       `Free for ${signup.trial_days} days: nothing is charged today. From ${ends}, ${price} ${every} until you cancel.`,
     );
     text('total', money('0.00', signup.currency));
+    text('total-label', 'Due today');
     text('form-title', 'Save your card');
     payLabel = 'Start free trial';
   } else {

@@ -81,6 +81,7 @@ export function presentSubscription(row: SubscriptionWithPlan, now: Date) {
     cancel_at_period_end: row.cancel_at_period_end === 1,
     canceled_at: row.canceled_at,
     cancel_reason: row.cancel_reason,
+    test_clock_at: row.test_clock_at,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

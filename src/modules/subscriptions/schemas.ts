@@ -93,6 +93,13 @@ const subscriptionFields = {
   cancel_at_period_end: Type.Boolean(),
   canceled_at: Nullable(Timestamp),
   cancel_reason: Nullable(Type.Union([Type.Literal('merchant'), Type.Literal('payment_failed')])),
+  test_clock_at: Nullable(
+    Type.String({
+      format: 'date-time',
+      description:
+        "Sandbox only: the subscription's test clock, once advance-clock has moved it; null: real time.",
+    }),
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 };

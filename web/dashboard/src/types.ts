@@ -354,6 +354,8 @@ export interface Subscription {
   cancel_at_period_end: boolean;
   canceled_at: string | null;
   cancel_reason: 'merchant' | 'payment_failed' | null;
+  /** Sandbox: the test clock's time once advanced; null: real time. */
+  test_clock_at: string | null;
   created_at: string;
   updated_at: string;
   cycles?: SubscriptionCycle[];

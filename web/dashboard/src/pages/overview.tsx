@@ -1,13 +1,13 @@
 // Overview: the dashboard snapshot (wallet buckets, counts, recent wallet activity) and a chart of
 // paid volume per day over the last 30 days.
 import { useEffect, useState } from 'react';
-import { api, type Page } from '../api.ts';
+import { api, asPage, type Page } from '../api.ts';
 import { type DayTotal, VolumeChart } from '../chart.tsx';
 import { addDays, dateTime, dayBoundary, dayOf, money, titleCase } from '../format.ts';
 import { useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
 import { useEnvironment } from '../test-mode.tsx';
-import type { DashboardSnapshot, Environment, Payment, WalletMovement } from '../types.ts';
+import type { DashboardSnapshot, Environment, Payment, Plan, WalletMovement } from '../types.ts';
 import { DataTable, Empty, ErrorNotice, Loading, PageHeader, ResourceState, Stat } from '../ui.tsx';
 
 const CHART_DAYS = 30;
@@ -179,6 +179,37 @@ const STAT_LABELS: Record<string, string> = {
   paid_transaction_count: 'Paid payments',
 };
 
+/** Monthly recurring revenue and subscriptions, summed over the plans (none shown without access). */
+function SubscriptionFigures({ environment }: { environment: string }) {
+  const plans = useApi<Plan[] | Page<Plan>>('/subscriptions/plans/', { environment });
+  const list = asPage(plans.data)?.results ?? [];
+  if (list.length === 0) return null;
+  const mrr = new Map<string, bigint>();
+  let active = 0;
+  for (const plan of list) {
+    // Minor units, summed exactly (the amounts are decimal strings with two places).
+    const [units, cents = '0'] = plan.stats.mrr.split('.');
+    const minor = BigInt(units) * 100n + BigInt(cents.padEnd(2, '0').slice(0, 2));
+    mrr.set(plan.currency, (mrr.get(plan.currency) ?? 0n) + minor);
+    active += plan.stats.active_subscriptions;
+  }
+  return (
+    <section aria-labelledby="subscriptions-heading">
+      <h2 id="subscriptions-heading">Subscriptions</h2>
+      <ul className="cards" aria-label="Subscriptions">
+        {[...mrr].map(([currency, cents]) => (
+          <Stat
+            key={currency}
+            label={`MRR (${currency})`}
+            value={money(`${cents / 100n}.${String(cents % 100n).padStart(2, '0')}`, currency)}
+          />
+        ))}
+        <Stat label="Active subscriptions" value={String(active)} />
+      </ul>
+    </section>
+  );
+}
+
 export function OverviewPage() {
   useTitle('Overview');
   const environment = useEnvironment();
@@ -224,6 +255,7 @@ export function OverviewPage() {
           ) : null}
         </>
       ) : null}
+      <SubscriptionFigures environment={environment} />
       <section aria-labelledby="volume-heading">
         <h2 id="volume-heading">Paid volume</h2>
         <PaidVolume />

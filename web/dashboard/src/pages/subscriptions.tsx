@@ -254,6 +254,71 @@ export function SubscriptionsPage({ query }: { query: URLSearchParams }) {
   );
 }
 
+/** A page where the customer gives a new card (single use, 7 days): made on demand, shown once. */
+function UpdateCardLink({ id }: { id: string }) {
+  const make = useAction(() =>
+    api.post<{ url: string; expires_at: string }>(
+      `/subscriptions/${encodeURIComponent(id)}/update-card-link/`,
+    ),
+  );
+  const [link, setLink] = useState<{ url: string; expires_at: string } | null>(null);
+  return (
+    <div className="stack">
+      <p className="muted small">
+        Send the customer a page where they give a new card. It replaces the saved card and, if a payment is
+        overdue, retries it at once.
+      </p>
+      {link ? (
+        <Success>
+          <span className="mono small wrap">{link.url}</span> (works once, until {dateTime(link.expires_at)}){' '}
+          <CopyButton text={link.url} label="Copy update-card link" />
+        </Success>
+      ) : null}
+      <FormError message={make.error} />
+      <div className="actions">
+        <button
+          type="button"
+          className="button secondary small"
+          disabled={make.pending}
+          onClick={async () => setLink((await make.run()) ?? null)}
+        >
+          {make.pending ? 'Creating…' : 'Create update-card link'}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** Sandbox only: moves the subscription's test clock forward and runs every renewal that falls due. */
+function TestClock({ data, onMoved }: { data: Subscription; onMoved: () => void }) {
+  const advance = useAction((days: number) =>
+    api.post<Subscription>(`/subscriptions/${encodeURIComponent(data.id)}/advance-clock/`, { days }),
+  );
+  async function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const days = Number(new FormData(event.currentTarget).get('days') || 0);
+    if (await advance.run(days)) onMoved();
+  }
+  return (
+    <section className="card" aria-labelledby="clock-heading">
+      <h2 id="clock-heading">Test clock</h2>
+      <p className="muted small">
+        {data.test_clock_at
+          ? `This subscription's time is ${dateTime(data.test_clock_at)}.`
+          : 'This subscription runs on real time until you advance its clock.'}{' '}
+        Advancing runs every renewal and retry that falls due on the way, at once.
+      </p>
+      <form className="row" onSubmit={submit}>
+        <label className="field">
+          <span>Days</span>
+          <input name="days" type="number" min={1} max={400} defaultValue={30} required />
+        </label>
+        <FormFooter state={advance} label="Advance clock" pendingLabel="Advancing…" />
+      </form>
+    </section>
+  );
+}
+
 export function SubscriptionDetailPage({ id }: { id: string }) {
   useTitle('Subscription');
   const subscription = useApi<Subscription>(`/subscriptions/${encodeURIComponent(id)}/`);
@@ -325,7 +390,11 @@ export function SubscriptionDetailPage({ id }: { id: string }) {
                 />
               </div>
             ) : null}
+            {data.status !== 'canceled' ? <UpdateCardLink id={data.id} /> : null}
           </section>
+          {data.environment === 'sandbox' && data.status !== 'canceled' ? (
+            <TestClock data={data} onMoved={subscription.reload} />
+          ) : null}
           <section aria-labelledby="cycles-heading">
             <h2 id="cycles-heading">Periods</h2>
             {data.cycles && data.cycles.length > 0 ? (
