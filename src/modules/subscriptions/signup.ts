@@ -489,7 +489,9 @@ export async function providerSetupSecret(
   const customerId = await signupCustomer(ctx, session);
   const reference = session.subscription_public_id ?? session.public_id;
   const write = await provider.setupCard({
-    idempotencyKey: `kassa-setup-${reference}`,
+    // One setup per signup; an update-card page makes its own.
+    idempotencyKey:
+      session.purpose === 'card_update' ? `kassa-setup-${reference}-${session.public_id}` : `kassa-setup-${reference}`,
     reference,
     environment: session.environment,
     customerId,

@@ -1,0 +1,177 @@
+// Subscriptions with the Stripe connector against the fake Stripe (both databases): a signup that pays
+// its first month in the Payment Element (the PaymentIntent saves the card, setup_future_usage), then
+// renews off-session under kassa-renew keys; a trial signup that saves the card through a SetupIntent
+// (with 3-D Secure), whose first off-session charge Stripe refuses with authentication_required: the
+// subscription is past due, the customer is mailed the update-card link, and a new card saved on that
+// page (another SetupIntent) is charged at once.
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { after, before, describe, test } from 'node:test';
+import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { billing } from './helpers/checkout.ts';
+import type { FakeStripe } from './helpers/fake-stripe/server.ts';
+import { call, createTestMerchant, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
+import { hostedStep, type Json, payInElement, startWithStripe } from './helpers/stripe.ts';
+
+const DAY = 86_400_000;
+
+describe(`subscriptions on Stripe (${DB_KIND})`, () => {
+  let fake: FakeStripe;
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let owner: Merchant;
+  let offsetMs = 0;
+
+  before(async () => {
+    ({ fake, server, close } = await startWithStripe({
+      worker: false,
+      clock: () => new Date(Date.now() + offsetMs),
+    }));
+    owner = await createTestMerchant(server, 'Stripe Subs');
+  });
+  after(() => close());
+
+  const plan = async (body: Json) => {
+    const response = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body,
+    });
+    assert.equal(response.status, 201, response.text);
+    return response.body.id;
+  };
+  const start = async (planId: string, email: string) => {
+    const response = await call<{ token: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/public/${planId}/start/`,
+      {
+        body: billing({ billing_email: email }),
+      },
+    );
+    assert.equal(response.status, 201, response.text);
+    return response.body.token;
+  };
+  const subscriptionOf = (email: string) =>
+    server.ctx.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('customer_email', '=', email)
+      .executeTakeFirst();
+  test('a paid signup saves the card with its first PaymentIntent; the next month is charged off-session once', async () => {
+    offsetMs = 0;
+    const monthly = await plan({ name: 'Monthly', amount: '19.90', interval: 'month' });
+    const token = await start(monthly, 'stripe-paid@example.com');
+    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    const subscription = await subscriptionOf('stripe-paid@example.com');
+    assert.ok(subscription, 'made once the PaymentIntent succeeded');
+    assert.equal(subscription.status, 'active');
+    assert.equal(subscription.provider, 'stripe');
+    assert.match(subscription.provider_customer_id, /^cus_/);
+    assert.match(subscription.payment_method_id, /^pm_/);
+    const first = [...fake.ledger.intents.values()].find(
+      (intent) =>
+        intent.metadata.kassa_transaction_id !== undefined &&
+        intent.customer === subscription.provider_customer_id,
+    );
+    assert.equal(first?.setup_future_usage, 'off_session', 'the first payment saved the card');
+
+    offsetMs = 32 * DAY;
+    await runRenewals(server.ctx);
+    await runRenewals(server.ctx);
+    const cycles = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('subscription_id', '=', subscription.id)
+      .orderBy('period_index')
+      .execute();
+    assert.deepEqual(
+      cycles.map((cycle) => [cycle.period_index, cycle.status, cycle.attempts]),
+      [
+        [0, 'paid', 1],
+        [1, 'paid', 1],
+      ],
+    );
+    const renewals = [...fake.ledger.intents.values()].filter(
+      (intent) => intent.metadata.kassa_subscription_id === subscription.public_id,
+    );
+    assert.equal(renewals.length, 1, 'one off-session PaymentIntent for period 1');
+    assert.equal(renewals[0].status, 'succeeded');
+    assert.equal(renewals[0].amount, 1990);
+    const keys = fake.requests.filter((request) =>
+      request.idempotencyKey?.startsWith(`kassa-renew-${cycles[1].id}-`),
+    );
+    assert.ok(keys.length >= 1);
+    assert.ok(keys.every((request) => request.idempotencyKey === `kassa-renew-${cycles[1].id}-1`));
+    const payment = await server.ctx.db
+      .selectFrom('payments')
+      .select(['status', 'provider'])
+      .where('id', '=', cycles[1].payment_id ?? 0)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual({ ...payment }, { status: 'paid', provider: 'stripe' });
+  });
+
+  test('a trial saves the card through a SetupIntent; authentication_required off-session mails the update-card link, whose new card is charged at once', async () => {
+    offsetMs = 0;
+    const trial = await plan({ name: 'Trial', amount: '7.00', interval: 'month', trial_days: 14 });
+    const email = 'stripe-trial@example.com';
+    const token = await start(trial, email);
+    const { provider } = await hostedStep(server, token);
+    assert.equal((provider as { mode?: string }).mode, 'setup', 'a trial only saves the card');
+    assert.match(provider.client_secret ?? '', /^seti_/);
+    const confirmed = await fake.confirmInBrowser(
+      provider.client_secret as string,
+      'pm_card_authenticationRequired',
+    );
+    assert.equal(confirmed.status, 200, JSON.stringify(confirmed.body));
+    const setupId = (provider.client_secret as string).split('_secret_')[0];
+    fake.ledger.authenticate(setupId, true);
+    const synced = await call<Json>(server, 'POST', '/api/checkout/sync-status/', { body: { token } });
+    assert.equal(synced.body.status, 'SUCCESS', synced.text);
+    const subscription = await subscriptionOf(email);
+    assert.equal(subscription?.status, 'trialing');
+    assert.equal(subscription?.card_last4, '3184');
+    const charged = [...fake.ledger.intents.values()].filter(
+      (intent) => intent.customer === subscription?.provider_customer_id,
+    );
+    assert.deepEqual(charged, [], 'nothing is charged during the trial');
+
+    offsetMs = 15 * DAY;
+    await runRenewals(server.ctx);
+    const pastDue = await subscriptionOf(email);
+    assert.equal(pastDue?.status, 'past_due');
+    const [cycle] = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('subscription_id', '=', pastDue?.id ?? 0)
+      .execute();
+    assert.equal(cycle.needs_new_card, 1, 'authentication_required: no retry of the same card');
+    const directory = `${server.env.KASSA_DATA_DIR}/mail`;
+    const mails = await Promise.all(
+      (await readdir(directory)).map((name) => readFile(`${directory}/${name}`, 'utf8')),
+    );
+    const mail = mails.find(
+      (text) => text.includes(`To: ${email}`) && text.includes('Subject: Your payment to'),
+    );
+    assert.ok(mail, 'the customer was mailed');
+    const link = /\/checkout\/([A-Za-z0-9_-]{43})/.exec(mail.replace(/=\r?\n/g, ''));
+    assert.ok(link, 'with the update-card link');
+
+    const page = await hostedStep(server, link[1]);
+    assert.equal((page.provider as { mode?: string }).mode, 'setup');
+    assert.notEqual(page.provider.client_secret, provider.client_secret, 'a SetupIntent of its own');
+    const replaced = await fake.confirmInBrowser(page.provider.client_secret as string, 'pm_card_visa');
+    assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+    const done = await call<Json>(server, 'POST', '/api/checkout/sync-status/', { body: { token: link[1] } });
+    assert.equal(done.body.status, 'SUCCESS', done.text);
+    const active = await subscriptionOf(email);
+    assert.equal(active?.status, 'active');
+    assert.equal(active?.card_last4, '4242');
+    const paid = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .select(['status', 'attempts'])
+      .where('id', '=', cycle.id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual({ ...paid }, { status: 'paid', attempts: 2 });
+  });
+});
