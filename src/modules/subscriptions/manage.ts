@@ -22,7 +22,7 @@ import { type Actor, recordAudit } from '../audit/record.ts';
 import { movePayment } from '../payments/transitions.ts';
 import type { SubscriptionStatus } from './dunning.ts';
 import { periodBounds, periodIndexAt } from './periods.ts';
-import { advanceClock, renewalInFlight } from './renew.ts';
+import { advanceClock, clockOf, renewalInFlight } from './renew.ts';
 import { createUpdateCardLink } from './signup.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
@@ -182,12 +182,15 @@ export async function cancelSubscription(
   const existing = await findSubscription(ctx.db, organizationId, publicId);
   if (!existing) throw new NotFoundError('Subscription not found.');
   if (existing.status === 'canceled') throw new ConflictError('The subscription is already canceled.');
-  const now = ctx.clock().toISOString();
   await ctx.db.transaction().execute(async (trx) => {
     // The subscription's row lock (PostgreSQL; SQLite runs one write transaction at a time) orders this
     // against a renewal, which takes the same lock to check the status before it charges.
     if (isPostgres(trx))
       await trx.selectFrom('subscriptions').select('id').where('id', '=', existing.id).forUpdate().execute();
+    // The time the cancellation takes effect: read under the lock, not before waiting for it (a renewal
+    // that held the lock meanwhile charged before this moment). A sandbox test clock's time, if it has one.
+    const realNow = ctx.clock().toISOString();
+    const now = clockOf(ctx, existing).toISOString();
     if (atPeriodEnd) {
       const updated = await trx
         .updateTable('subscriptions')
@@ -197,7 +200,7 @@ export async function cancelSubscription(
         .executeTakeFirst();
       if (updated.numUpdatedRows === 0n) throw new ConflictError('The subscription is already canceled.');
     } else {
-      if (await renewalInFlight(trx, existing.id, now))
+      if (await renewalInFlight(trx, existing.id, realNow))
         throw new ConflictError('A renewal of this subscription is being charged; try again in a minute.');
       const updated = await trx
         .updateTable('subscriptions')
@@ -222,7 +225,7 @@ export async function cancelSubscription(
         .execute();
       // A period being dunned stops: its renewal payment is canceled (no try is in flight: checked above).
       for (const { payment_id } of voided) {
-        if (payment_id !== null) await movePayment(trx, payment_id, 'processing', 'canceled', now);
+        if (payment_id !== null) await movePayment(trx, payment_id, 'processing', 'canceled', realNow);
       }
     }
     await recordAudit(
@@ -234,7 +237,7 @@ export async function cancelSubscription(
         target: { type: 'subscription', id: existing.public_id },
         details: { at_period_end: atPeriodEnd },
       },
-      now,
+      realNow,
     );
   });
   return getSubscription(ctx, organizationId, publicId);

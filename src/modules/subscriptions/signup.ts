@@ -491,7 +491,9 @@ export async function providerSetupSecret(
   const write = await provider.setupCard({
     // One setup per signup; an update-card page makes its own.
     idempotencyKey:
-      session.purpose === 'card_update' ? `kassa-setup-${reference}-${session.public_id}` : `kassa-setup-${reference}`,
+      session.purpose === 'card_update'
+        ? `kassa-setup-${reference}-${session.public_id}`
+        : `kassa-setup-${reference}`,
     reference,
     environment: session.environment,
     customerId,
