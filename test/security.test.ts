@@ -71,6 +71,8 @@ function sampleBody(operation: Operation, org: OrgFixture): Json | undefined {
     'POST /api/payment-links/': { name: 'Probe', products: [{ product_id: org.refs.product[0] }] },
     'PATCH /api/payment-links/{id}/': { name: 'Renamed' },
     'POST /api/payment-links/public/{token}/start/': BILLING,
+    'POST /api/subscriptions/public/{plan}/start/': BILLING,
+    'POST /api/subscriptions/{id}/advance-clock/': { days: 1 },
     'PUT /api/organization/webhook/': { endpoint_url: 'http://127.0.0.1:9/hooks' },
     'POST /api/organization/webhook/test-transaction/': {},
     'POST /api/v1/webhooks/{slug}/': { hello: 'world' },

@@ -244,6 +244,8 @@ describe(`subscriptions on the dashboard (${DB_KIND})`, () => {
       ['GET', '/api/subscriptions/', undefined],
       ['GET', `/api/subscriptions/${sub.publicId}/`, undefined],
       ['POST', `/api/subscriptions/${sub.publicId}/cancel/`, { at_period_end: false }],
+      ['POST', `/api/subscriptions/${sub.publicId}/advance-clock/`, { days: 30 }],
+      ['POST', `/api/subscriptions/${sub.publicId}/update-card-link/`, undefined],
     ] as const) {
       const response = await call(server, method, path, { apiKey: key, body });
       assert.equal(response.status, 401, `${method} ${path}`);

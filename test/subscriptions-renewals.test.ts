@@ -382,4 +382,17 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     const attempts = charges.map((charge) => (JSON.parse(charge.attempts) as unknown[]).length);
     assert.deepEqual([...new Set(attempts)], [1], 'one off-session charge per period');
   });
+
+  test('only the interface event types were ever emitted: renewals are transaction.status_changed', async () => {
+    const types = await server.ctx.db
+      .selectFrom('events')
+      .select('type')
+      .distinct()
+      .where('organization_id', '=', owner.organizationId)
+      .execute();
+    assert.deepEqual(
+      types.map((row) => row.type),
+      ['transaction.status_changed'],
+    );
+  });
 });

@@ -505,6 +505,7 @@ function bodyArb(operation: Operation): fc.Arbitrary<Body> {
 export function paramKind(operation: Operation, param: string): RefKind | null {
   const path = operation.path;
   if (param === 'slug') return 'slug';
+  if (param === 'plan') return 'plan';
   if (param === 'token') return path.includes('payment-links') ? 'link' : 'checkoutToken';
   if (path.startsWith('/pay/')) return 'link';
   if (path.includes('/transactions/'))

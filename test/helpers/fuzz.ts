@@ -164,6 +164,7 @@ const EXTRA_OPERATIONS: Operation[] = [
   op('POST', '/sandbox/api/refunds/', 'apiKey', 'sandbox'),
   op('GET', '/checkout/{token}', 'page'),
   op('GET', '/pay/{id}', 'page'),
+  op('GET', '/subscribe/{plan}', 'page'),
   op('GET', '/dashboard/', 'page'),
   op('GET', '/dashboard/{rest}', 'page'),
   op('GET', '/healthz', 'page'),
@@ -240,7 +241,7 @@ const LEAKS = [
 /** HTML pages answer 404 with their own "not found" page for a browser; everything else is JSON. */
 function isHtmlPage(path: string): boolean {
   const bare = path.split('?')[0].replace(/\/+/g, '/').replace(/\/$/, '');
-  return /^\/(checkout|pay)\/[^/]+$/.test(bare);
+  return /^\/(checkout|pay|subscribe)\/[^/]+$/.test(bare);
 }
 
 /** What is wrong with a response, or null. `path` is the request path as sent. */
