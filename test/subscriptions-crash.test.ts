@@ -7,12 +7,10 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.ts';
 import { type AppContext, createContext } from '../src/context.ts';
 import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
-import { newPublicId } from '../src/lib/ids.ts';
-import { createMerchant } from '../src/modules/organizations/service.ts';
 import { operationsOf, settlementsOf, simAttempts } from './helpers/provider-checks.ts';
 import { DB_KIND, freePort, testEnv } from './helpers/server.ts';
 import { ServiceUnderTest } from './helpers/service-process.ts';
-import { subscribeWithSavedCard } from './helpers/subscriptions.ts';
+import { seedMerchantWithPlan, subscribeWithSavedCard } from './helpers/subscriptions.ts';
 import { eventually } from './helpers/wallet-fixtures.ts';
 
 describe(`SIGKILL during a renewal (${DB_KIND})`, () => {
@@ -37,31 +35,7 @@ describe(`SIGKILL during a renewal (${DB_KIND})`, () => {
     const config = loadConfig(env);
     handle = await openAndMigrate(config.database);
     ctx = createContext(config, handle);
-    const { organization } = await createMerchant(ctx, {
-      organization: 'Renewal Crash',
-      email: `renewal-crash-${Date.now()}@acme.test`,
-      password: 'correct horse battery',
-    });
-    organizationId = organization.id;
-    planPublicId = newPublicId('plan');
-    const now = new Date().toISOString();
-    await handle.db
-      .insertInto('subscription_plans')
-      .values({
-        public_id: planPublicId,
-        organization_id: organizationId,
-        environment: 'production',
-        name: 'Monthly',
-        amount: 2000,
-        currency: 'USD',
-        interval: 'month',
-        interval_count: 1,
-        trial_days: 0,
-        is_active: 1,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    ({ organizationId, planPublicId } = await seedMerchantWithPlan(ctx, 'Renewal Crash', 2000));
   });
   after(async () => {
     await running?.kill();

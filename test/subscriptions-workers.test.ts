@@ -10,14 +10,12 @@ import { loadConfig } from '../src/config.ts';
 import { type AppContext, createContext } from '../src/context.ts';
 import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
 import { ConflictError } from '../src/http/errors.ts';
-import { newPublicId } from '../src/lib/ids.ts';
 import { OPERATOR } from '../src/modules/audit/record.ts';
-import { createMerchant } from '../src/modules/organizations/service.ts';
 import { cancelSubscription } from '../src/modules/subscriptions/manage.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
 import type { ProviderAttempt } from '../src/provider/types.ts';
 import { DB_KIND, testEnv } from './helpers/server.ts';
-import { subscribeWithSavedCard } from './helpers/subscriptions.ts';
+import { seedMerchantWithPlan, subscribeWithSavedCard } from './helpers/subscriptions.ts';
 import { eventually } from './helpers/wallet-fixtures.ts';
 
 const NODE = join(import.meta.dirname, '..', 'node_modules', '.bin', 'node');
@@ -37,31 +35,7 @@ describe(`renewals by ${WORKERS} worker processes (${DB_KIND})`, () => {
     const config = loadConfig(env);
     handle = await openAndMigrate(config.database);
     ctx = createContext(config, handle);
-    const { organization } = await createMerchant(ctx, {
-      organization: 'Many Workers',
-      email: `workers-${Date.now()}@acme.test`,
-      password: 'correct horse battery',
-    });
-    organizationId = organization.id;
-    planPublicId = newPublicId('plan');
-    const now = new Date().toISOString();
-    await handle.db
-      .insertInto('subscription_plans')
-      .values({
-        public_id: planPublicId,
-        organization_id: organizationId,
-        environment: 'production',
-        name: 'Monthly',
-        amount: 1500,
-        currency: 'USD',
-        interval: 'month',
-        interval_count: 1,
-        trial_days: 0,
-        is_active: 1,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+    ({ organizationId, planPublicId } = await seedMerchantWithPlan(ctx, 'Many Workers', 1500));
   });
   after(async () => {
     for (const worker of workers) worker.kill('SIGKILL');

@@ -1,6 +1,8 @@
 // Subscriptions made directly in the database, for tests of the merchant's side while no customer can
 // sign up through the hosted page yet. The card is the simulator's test card; nothing is charged.
+import type { AppContext } from '../../src/context.ts';
 import { newPublicId } from '../../src/lib/ids.ts';
+import { createMerchant } from '../../src/modules/organizations/service.ts';
 import type { CycleStatus, SubscriptionStatus } from '../../src/modules/subscriptions/dunning.ts';
 import type { TestServer } from './server.ts';
 
@@ -177,4 +179,36 @@ export async function subscribeWithSavedCard(
     .returning(['id', 'public_id'])
     .executeTakeFirstOrThrow();
   return { id: row.id, publicId: row.public_id, paymentMethodId: card.paymentMethodId };
+}
+
+/**
+ * A merchant and a monthly production plan made straight through the service's own functions, for the
+ * tests that drive the service as child processes (no HTTP server of their own to call).
+ */
+export async function seedMerchantWithPlan(ctx: AppContext, name: string, amountMinor: number) {
+  const { organization } = await createMerchant(ctx, {
+    organization: name,
+    email: `${name.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}@acme.test`,
+    password: 'correct horse battery',
+  });
+  const planPublicId = newPublicId('plan');
+  const now = new Date().toISOString();
+  await ctx.db
+    .insertInto('subscription_plans')
+    .values({
+      public_id: planPublicId,
+      organization_id: organization.id,
+      environment: 'production',
+      name: 'Monthly',
+      amount: amountMinor,
+      currency: 'USD',
+      interval: 'month',
+      interval_count: 1,
+      trial_days: 0,
+      is_active: 1,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return { organizationId: organization.id, planPublicId };
 }

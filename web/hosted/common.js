@@ -155,3 +155,61 @@ function renderLines(listId, lines, currency) {
     list.append(item);
   }
 }
+
+// ---- The billing form of the payment-link and signup pages (shared.html#billing-form): checked as the
+// customer types, then sent to `startPath`, whose checkout the page goes on to.
+
+const BILLING_FIELDS = {
+  billing_first_name: (value) => (value.trim() ? null : 'Enter your first name.'),
+  billing_last_name: (value) => (value.trim() ? null : 'Enter your last name.'),
+  billing_email: (value) => {
+    if (!value.trim()) return 'Enter your email address.';
+    return /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value.trim()) ? null : 'Enter a valid email address.';
+  },
+  billing_country: (value) =>
+    /^[A-Za-z]{2}$/.test(value.trim()) ? null : 'Enter your country as a two-letter code, such as US.',
+  billing_postal_code: () => null,
+  billing_phone: (value) =>
+    value.trim() === '' || /^\+?[\d\s().-]{4,32}$/.test(value.trim()) ? null : 'Enter a valid phone number.',
+};
+
+/**
+ * Wires the billing form: `startPath()` is where it posts, `label()` the button's text, `unavailable(kind,
+ * detail)` shows a 404 or 410, and `failure` is the sentence for an unexpected answer.
+ */
+function billingForm({ startPath, label, unavailable, failure }) {
+  let starting = false;
+  const startError = (message) => {
+    const alert = text('start-error', message || '');
+    alert.hidden = !message;
+  };
+  async function start(event) {
+    event.preventDefault();
+    if (starting) return;
+    startError(null);
+    if (!validateAll(BILLING_FIELDS)) return;
+    const body = {};
+    for (const id of Object.keys(BILLING_FIELDS)) {
+      const value = $(id).value.trim();
+      if (value !== '') body[id] = id === 'billing_country' ? value.toUpperCase() : value;
+    }
+    starting = true;
+    $('start-button').disabled = true;
+    text('start-button', 'Starting…');
+    const response = await api('POST', startPath(), body);
+    const target =
+      response.status === 201 || response.status === 200 ? safeUrl(response.data.checkout_url) : null;
+    if (target) return location.assign(target);
+    starting = false;
+    $('start-button').disabled = false;
+    text('start-button', label());
+    if (response.status === 404) return unavailable('notfound');
+    if (response.status === 410) return unavailable('gone', response.data.detail);
+    if (response.status === 429) return startError('Too many attempts. Wait a moment, then try again.');
+    if (response.status === 400)
+      return startError(response.data.detail || 'Check your details and try again.');
+    startError(failure);
+  }
+  watchFields(BILLING_FIELDS);
+  $('billing-form').addEventListener('submit', start);
+}
