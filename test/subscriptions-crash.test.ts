@@ -74,7 +74,7 @@ describe(`SIGKILL during a renewal (${DB_KIND})`, () => {
     const cycle = await eventually(async () => {
       const found = await cycleOf(subscriptionId);
       return found?.status === 'paid' ? found : undefined;
-    }, 20_000);
+    }, 60_000);
     assert.equal(cycle.attempts, tries);
     const payments = await handle.db
       .selectFrom('payments')
@@ -99,7 +99,7 @@ describe(`SIGKILL during a renewal (${DB_KIND})`, () => {
   test('killed after the try row committed, before the provider heard of it: tried again under the next key, charged once', async () => {
     const sub = await dueSubscription();
     await run({ KASSA_TEST_CRASH_AT: 'operation-recorded' });
-    await eventually(async () => (running?.child?.signalCode === 'SIGKILL' ? true : undefined), 20_000);
+    await eventually(async () => (running?.child?.signalCode === 'SIGKILL' ? true : undefined), 60_000);
     const cycle = await cycleOf(sub.id);
     assert.ok(cycle);
     assert.equal(cycle.attempts, 1);
@@ -122,7 +122,7 @@ describe(`SIGKILL during a renewal (${DB_KIND})`, () => {
   test('killed after the provider charged, before Kassa recorded it: the reconciler finds the charge; never charged again', async () => {
     const sub = await dueSubscription();
     await run({ KASSA_TEST_CRASH_AT: 'provider-answered' });
-    await eventually(async () => (running?.child?.signalCode === 'SIGKILL' ? true : undefined), 20_000);
+    await eventually(async () => (running?.child?.signalCode === 'SIGKILL' ? true : undefined), 60_000);
     const cycle = await cycleOf(sub.id);
     assert.ok(cycle);
     assert.equal(cycle.status, 'processing');

@@ -141,3 +141,20 @@ export async function syncNotice(
   const refunds = await syncRefundsByProviderIds(ctx, notice.refundIds);
   return { payments, refunds };
 }
+
+/** provider-sync's next due time: now while a payment may still move at the provider, else nothing. */
+export async function nextPaymentSyncDue(ctx: AppContext): Promise<'now' | null> {
+  return (await store.paymentsToSync(ctx.db, 0, 1)).length > 0 ? 'now' : null;
+}
+
+/** checkout-expiry's next due time: the earliest expiry of a checkout whose payment still takes attempts. */
+export async function nextCheckoutExpiryDue(ctx: AppContext): Promise<number | null> {
+  const row = await ctx.db
+    .selectFrom('payments')
+    .innerJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
+    .select((eb) => eb.fn.min('checkout_sessions.expires_at').as('due'))
+    .where('payments.status', '=', 'processing')
+    .where('payments.subscription_id', 'is', null)
+    .executeTakeFirst();
+  return row?.due ? Date.parse(String(row.due)) : null;
+}

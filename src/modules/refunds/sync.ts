@@ -107,3 +107,14 @@ const refundOperation: OperationHandler = {
 };
 
 export const refundOperationHandlers: OperationHandlers = { refund: refundOperation };
+
+/** refund-sync's next due time: now while a refund is pending or processing, else nothing. */
+export async function nextRefundSyncDue(deps: RefundDeps): Promise<'now' | null> {
+  const row = await deps.db
+    .selectFrom('refunds')
+    .select('id')
+    .where('status', 'in', ['pending', 'processing'])
+    .limit(1)
+    .executeTakeFirst();
+  return row ? 'now' : null;
+}

@@ -660,3 +660,23 @@ async function nextDueAt(ctx: AppContext, subscription: SubscriptionRow): Promis
   if (cycle?.next) times.push(Date.parse(String(cycle.next)));
   return times.length ? Math.min(...times) : null;
 }
+
+/** The renewals loop's next due time: the earliest real-time renewal or try. */
+export async function nextRenewalDue(ctx: AppContext): Promise<number | null> {
+  const renewal = await ctx.db
+    .selectFrom('subscriptions')
+    .select((eb) => eb.fn.min('next_renewal_at').as('due'))
+    .where('test_clock_at', 'is', null)
+    .where('status', 'in', ['trialing', 'active'])
+    .executeTakeFirst();
+  const attempt = await ctx.db
+    .selectFrom('subscription_cycles')
+    .select((eb) => eb.fn.min('next_attempt_at').as('due'))
+    .where('status', 'in', ['processing', 'retrying'])
+    .where('subscription_id', 'in', (eb) =>
+      eb.selectFrom('subscriptions').select('id').where('test_clock_at', 'is', null),
+    )
+    .executeTakeFirst();
+  const times = [renewal?.due, attempt?.due].filter(Boolean).map((due) => Date.parse(String(due)));
+  return times.length ? Math.min(...times) : null;
+}

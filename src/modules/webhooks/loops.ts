@@ -25,10 +25,12 @@ export const webhookLoops: WorkerLoop[] = [
       deliveryWorker(ctx).wakeLoop = wake;
       const unsubscribe = ctx.outbox.subscribe(() => wake(WAKE_COALESCE_MS));
       const database = ctx.config.database;
+      // Another process's commit is announced to this process's listeners as its own commits are: this
+      // loop, and the due-driven loops (src/worker/due.ts), wake on it.
       const listener =
         database.kind === 'postgres'
-          ? listenForOutbox(database, () => wake(WAKE_COALESCE_MS))
-          : watchSqliteCommits(database.file, () => wake(WAKE_COALESCE_MS));
+          ? listenForOutbox(database, () => ctx.outbox.notify())
+          : watchSqliteCommits(database.file, () => ctx.outbox.notify());
       return async () => {
         unsubscribe();
         await listener?.close();

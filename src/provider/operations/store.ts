@@ -170,3 +170,13 @@ export async function claimDueOperations(trx: Executor, now: string, leaseMs: nu
     .returningAll()
     .execute();
 }
+
+/** The reconciler's next due time: the earliest read of an operation still in flight or unknown. */
+export async function nextOperationReadDue(db: Executor): Promise<number | null> {
+  const row = await db
+    .selectFrom('provider_operations')
+    .select((eb) => eb.fn.min('next_read_at').as('due'))
+    .where('state', 'in', ['in_flight', 'unknown'])
+    .executeTakeFirst();
+  return row?.due ? Date.parse(String(row.due)) : null;
+}
