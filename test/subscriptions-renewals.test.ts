@@ -11,6 +11,7 @@ import { runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
 import {
   call,
+  createTestKey,
   createTestMerchant,
   DB_KIND,
   type Merchant,
@@ -167,6 +168,16 @@ describe(`subscription renewals (${DB_KIND})`, () => {
       .execute();
     assert.ok(events.length >= 6, `a processing and a paid event per renewal: ${events.length}`);
     assert.ok(events.every((event) => event.type === 'transaction.status_changed'));
+    // Refunded as any payment: with a sandbox key, on /sandbox/api/.
+    const key = await createTestKey(server, owner, { environment: 'sandbox' });
+    const refund = await call<{ status: string }>(
+      server,
+      'POST',
+      `/sandbox/api/transactions/${payments[0].public_id}/refund/`,
+      { apiKey: key, body: { reason: 'renewal refunded', amount: '4.99' } },
+    );
+    assert.equal(refund.status, 200, refund.text);
+    assert.equal(refund.body.status, 'processing');
     for (const event of events) {
       assert.equal((JSON.parse(event.payload) as { subscription_id: string }).subscription_id, sub.publicId);
     }
@@ -383,16 +394,21 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.deepEqual([...new Set(attempts)], [1], 'one off-session charge per period');
   });
 
-  test('only the interface event types were ever emitted: renewals are transaction.status_changed', async () => {
+  test('only the interface event types were ever emitted: renewals are transaction.status_changed, their refunds refund.status_changed', async () => {
     const types = await server.ctx.db
       .selectFrom('events')
       .select('type')
       .distinct()
       .where('organization_id', '=', owner.organizationId)
       .execute();
-    assert.deepEqual(
-      types.map((row) => row.type),
-      ['transaction.status_changed'],
-    );
+    const interfaceTypes = [
+      'transaction.status_changed',
+      'refund.status_changed',
+      'payout.status_changed',
+      'webhook.test',
+    ];
+    assert.ok(types.length > 0);
+    for (const { type } of types) assert.ok(interfaceTypes.includes(type), type);
+    assert.ok(types.some((row) => row.type === 'transaction.status_changed'));
   });
 });
