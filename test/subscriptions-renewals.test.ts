@@ -18,7 +18,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
-import { subscribeWithSavedCard } from './helpers/subscriptions.ts';
+import { insertSubscription, subscribeWithSavedCard } from './helpers/subscriptions.ts';
 
 interface Cycle {
   period_index: number;
@@ -341,6 +341,71 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.ok(statuses.length >= 4);
     assert.equal((await paymentsOf(sub.id)).length, 1);
     assert.equal(state.status, 'active');
+  });
+
+  test('past-due subscriptions waiting on their dunning never hold up the renewal of others', async () => {
+    const past = new Date(Date.now() - 2 * DAY).toISOString();
+    for (let i = 0; i < 25; i += 1) {
+      const waiting = await insertSubscription(server, {
+        organizationId: owner.organizationId,
+        planPublicId: monthly,
+        status: 'past_due',
+      });
+      await server.ctx.db
+        .updateTable('subscriptions')
+        .set({ next_renewal_at: past })
+        .where('id', '=', waiting.id)
+        .execute();
+    }
+    const due = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: monthly,
+      cardNumber: GOOD,
+      anchorAt: new Date(Date.now() - 60_000).toISOString(),
+    });
+    await runRenewals(server.ctx);
+    const state = await detail(due.publicId);
+    assert.equal(state.cycles.length, 1);
+    assert.equal(state.cycles[0].status, 'paid');
+  });
+
+  test('a renewal that cannot start (its organization no longer active) is put off an hour, charging nothing', async () => {
+    const other = await createTestMerchant(server, 'Closing Shop');
+    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: other.token,
+      body: { name: 'Monthly', amount: '3.00', interval: 'month' },
+    });
+    const stuck = await subscribeWithSavedCard(server, {
+      organizationId: other.organizationId,
+      planPublicId: plan.body.id,
+      cardNumber: GOOD,
+      anchorAt: new Date(Date.now() - 60_000).toISOString(),
+    });
+    await server.ctx.db
+      .updateTable('organizations')
+      .set({ status: 'suspended' })
+      .where('id', '=', other.organizationId)
+      .execute();
+    const due = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: monthly,
+      cardNumber: GOOD,
+      anchorAt: new Date(Date.now() - 30_000).toISOString(),
+    });
+    await runRenewals(server.ctx);
+    await runRenewals(server.ctx);
+    const cycle = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('subscription_id', '=', stuck.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(cycle.status, 'processing');
+    assert.equal(cycle.attempts, 0);
+    assert.equal(cycle.leased_by, null);
+    const putOffMs = Date.parse(cycle.next_attempt_at ?? '') - Date.now();
+    assert.ok(putOffMs > 59 * 60_000 && putOffMs <= 3_600_000, `put off ${putOffMs} ms`);
+    assert.equal((await paymentsOf(stuck.id)).length, 0);
+    assert.equal((await detail(due.publicId)).cycles[0].status, 'paid', 'the others go on');
   });
 
   test('eight concurrent renewal passes against 100 due subscriptions charge each exactly once', async () => {

@@ -92,7 +92,7 @@ describe(`renewals by ${WORKERS} worker processes (${DB_KIND})`, () => {
         .where('status', '=', 'paid')
         .executeTakeFirstOrThrow();
       return Number(paid.n) === 100 ? true : undefined;
-    }, 60_000);
+    }, 180_000);
     const payments = await handle.db
       .selectFrom('payments')
       .select(['id', 'public_id', 'status'])

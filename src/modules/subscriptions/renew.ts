@@ -159,10 +159,13 @@ async function scheduleOne(ctx: AppContext, subscriptionId: number, outbox: Outb
 
 /** Subscriptions due for their next period (real-time ones, or the one test clock `only`). */
 async function dueSubscriptions(ctx: AppContext, only: SubscriptionRow | null): Promise<number[]> {
+  // Past-due ones wait for the period being dunned (scheduleOne): left out here, or enough of them would
+  // fill every batch and starve the rest.
   let query = ctx.db
     .selectFrom('subscriptions')
     .select('id')
     .where('next_renewal_at', 'is not', null)
+    .where('status', 'in', ['trialing', 'active'])
     .orderBy('next_renewal_at')
     .limit(BATCH);
   if (only) {
@@ -516,6 +519,25 @@ async function claimCycles(ctx: AppContext, only: SubscriptionRow | null): Promi
   return ctx.db.transaction().execute((trx) => claimDueCycles(trx, lease, BATCH, only?.id ?? null));
 }
 
+const PUT_OFF_MS = 3_600_000;
+
+/** A claimed cycle whose try could not start: due again in an hour, its lease released. */
+async function putOff(ctx: AppContext, cycleId: number) {
+  const realNow = ctx.clock();
+  await ctx.db
+    .updateTable('subscription_cycles')
+    .set({
+      next_attempt_at: new Date(realNow.getTime() + PUT_OFF_MS).toISOString(),
+      leased_by: null,
+      lease_until: null,
+      updated_at: realNow.toISOString(),
+    })
+    .where('id', '=', cycleId)
+    .where('leased_by', '=', WORKER_ID)
+    .where('next_attempt_at', 'is not', null)
+    .execute();
+}
+
 /** One pass: schedules due periods, then tries due cycles. Returns how many things it did. */
 export async function runRenewals(ctx: AppContext, only: SubscriptionRow | null = null): Promise<number> {
   const outbox: Outbox = [];
@@ -526,9 +548,12 @@ export async function runRenewals(ctx: AppContext, only: SubscriptionRow | null 
       try {
         if (await tryCycle(ctx, cycle.id, outbox)) done += 1;
       } catch (error) {
-        // Left leased: tried again once the lease runs out (nothing was charged without its row).
+        // Nothing was charged without its row. A try that cannot start (the organization suspended, the
+        // plan's price now outside its limits) is put off an hour, so it neither spins nor starves the
+        // batch; a try whose row was written is the reconciler's.
         if (ctx.config.logLevel !== 'silent')
           console.error(`kassa: renewal of cycle ${cycle.id} failed:`, error);
+        await putOff(ctx, cycle.id).catch(() => {});
       }
     }
   } finally {
