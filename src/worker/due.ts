@@ -39,16 +39,3 @@ export function dueLoop(
     subscribe: (ctx, wake) => ctx.outbox.subscribe(() => wake(ctx.config.syncIntervalMs)),
   };
 }
-
-/** An ISO time (or null) as epoch ms. */
-export function dueAt(iso: string | null | undefined): number | null {
-  if (iso === null || iso === undefined) return null;
-  const at = Date.parse(iso);
-  return Number.isNaN(at) ? null : at;
-}
-
-/** The earliest of several due times. */
-export function earliest(...times: (number | null)[]): number | null {
-  const known = times.filter((time): time is number => time !== null);
-  return known.length ? Math.min(...known) : null;
-}

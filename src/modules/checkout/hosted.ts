@@ -43,7 +43,11 @@ export function paymentMetadata(session: CheckoutSessionRow, payment: PaymentRow
 /** What the customer must do before the attempt can finish (3-D Secure), as the hosted page reads it. */
 export function presentNextAction(payment: Pick<PaymentRow, 'next_action' | 'status'> | undefined) {
   if (!payment?.next_action || payment.status !== 'processing') return null;
-  const action = JSON.parse(payment.next_action) as NextAction;
+  return presentAction(JSON.parse(payment.next_action) as NextAction);
+}
+
+/** A next action (a payment's, or a card setup's) as the hosted page reads it. */
+export function presentAction(action: NextAction) {
   if (action.type === 'simulator_challenge') {
     return {
       type: action.type,

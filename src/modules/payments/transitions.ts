@@ -173,7 +173,7 @@ export async function applyProviderState(
     updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }
   // A signup's first payment: once it is paid, its subscription exists (with the card it saved).
-  if (status === 'paid' && payment.status !== 'paid' && updated.subscription_id === null) {
+  if (status === 'paid' && updated.subscription_id === null) {
     await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now);
     updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }

@@ -37,9 +37,10 @@ import {
   type TryResult,
 } from './dunning.ts';
 import { sendCustomerMail } from './mails.ts';
-import { type Interval, periodBounds, renewalDue } from './periods.ts';
+import { periodBounds, renewalDue } from './periods.ts';
+import { subscriberBilling } from './signup.ts';
 import { claimDueCycles, createCycle } from './store.ts';
-import type { SubscriptionCycleRow, SubscriptionRow } from './table.ts';
+import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
 const BATCH = 20;
 const RENEWAL_KIND = 'renewal_charge';
@@ -47,7 +48,10 @@ const CYCLE_SUBJECT = 'subscription_cycle';
 /** This process's name on the leases it takes. */
 const WORKER_ID = `renewal-${process.pid}-${randomBytes(4).toString('hex')}`;
 
-type Plan = { name: string; interval: Interval; interval_count: number; public_id: string };
+type Plan = Pick<
+  SubscriptionPlanRow,
+  'name' | 'interval' | 'interval_count' | 'public_id' | 'amount' | 'currency'
+>;
 type SubscriptionWithPlan = SubscriptionRow & { plan: Plan };
 
 /** The time a subscription lives in: its test clock, or real time. */
@@ -62,7 +66,7 @@ async function lockSubscription(trx: Executor, id: number): Promise<Subscription
   const row = await query.executeTakeFirstOrThrow();
   const plan = await trx
     .selectFrom('subscription_plans')
-    .select(['name', 'interval', 'interval_count', 'public_id'])
+    .select(['name', 'interval', 'interval_count', 'public_id', 'amount', 'currency'])
     .where('id', '=', row.plan_id)
     .executeTakeFirstOrThrow();
   return { ...row, plan };
@@ -117,11 +121,7 @@ async function scheduleOne(ctx: AppContext, subscriptionId: number, outbox: Outb
     const anchor = new Date(subscription.anchor_at);
     const recurrence = recurrenceOf(subscription);
     const renewal = renewalDue(anchor, recurrence, lastIndex, now);
-    const plan = await trx
-      .selectFrom('subscription_plans')
-      .select(['amount', 'currency'])
-      .where('id', '=', subscription.plan_id)
-      .executeTakeFirstOrThrow();
+    const plan = subscription.plan;
     const cycle = (index: number, status: 'processing' | 'void') => {
       const bounds = periodBounds(anchor, recurrence, index);
       return {
@@ -195,19 +195,6 @@ async function openRenewalPayment(
   cycle: SubscriptionCycleRow,
   nowIso: string,
 ): Promise<PaymentRow> {
-  const signup = await trx
-    .selectFrom('checkout_sessions')
-    .select([
-      'billing_country',
-      'billing_postal_code',
-      'billing_first_name',
-      'billing_last_name',
-      'billing_phone',
-    ])
-    .where('subscription_public_id', '=', subscription.public_id)
-    .orderBy('id')
-    .executeTakeFirst();
-  const [first, ...rest] = (subscription.customer_name ?? '').trim().split(/\s+/);
   const created = await createCheckoutSession(trx, ctx, {
     organizationId: subscription.organization_id,
     environment: subscription.environment,
@@ -216,14 +203,7 @@ async function openRenewalPayment(
       { productId: null, name: subscription.plan.name, unitPrice: toBigInt(cycle.amount), quantity: 1 },
     ],
     priceMode: 'TTC',
-    billing: {
-      country: signup?.billing_country ?? 'ZZ',
-      postalCode: signup?.billing_postal_code ?? null,
-      firstName: signup?.billing_first_name ?? (first || subscription.customer_email),
-      lastName: signup?.billing_last_name ?? rest.join(' '),
-      email: subscription.customer_email,
-      phone: signup?.billing_phone ?? null,
-    },
+    billing: await subscriberBilling(trx, subscription),
     urls: { success: null, failed: null, cancel: null },
     simulate: null,
     paymentLinkId: null,

@@ -17,8 +17,9 @@ import { formatAmount, toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
 import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
-import type { CardInput, NextAction, ProviderSetupState, SavedCard } from '../../provider/types.ts';
-import { parseBillingAndUrls } from '../checkout/input.ts';
+import type { CardInput, ProviderSetupState, SavedCard } from '../../provider/types.ts';
+import { presentAction } from '../checkout/hosted.ts';
+import { type BillingDetails, parseBillingAndUrls } from '../checkout/input.ts';
 import { createCheckoutSession } from '../checkout/service.ts';
 import {
   assertStillOpen,
@@ -35,7 +36,7 @@ import type { StartLinkInput } from '../payment-links/schemas.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { billingAnchor, periodBounds } from './periods.ts';
 import { runRenewals } from './renew.ts';
-import type { SubscriptionPlanRow } from './table.ts';
+import type { SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
 const SETUP_KIND = 'signup_setup';
 const ATTEMPT_LOCK_MS = 60_000;
@@ -267,17 +268,8 @@ export async function onSignupPaymentPaid(
     .where('id', '=', payment.checkout_session_id)
     .where('subscription_plan_id', 'is not', null)
     .executeTakeFirst();
-  if (!session || payment.subscription_id !== null) return;
+  if (!session) return;
   await activateSignup(trx, session, payment, card, payment.provider, nowIso);
-}
-
-function presentSetupAction(action: NextAction | null) {
-  if (action?.type !== 'simulator_challenge') return action ? { type: action.type } : null;
-  return {
-    type: action.type,
-    challenge_id: action.challengeId,
-    url: `/api/provider/simulator/challenges/${action.challengeId}/`,
-  };
 }
 
 /** Records what a setup of a trial signup shows: the subscription on success, the waiting challenge otherwise. */
@@ -328,11 +320,7 @@ export async function saveTrialCard(
       .select('status')
       .where('public_id', '=', found.subscription_public_id ?? '')
       .executeTakeFirst();
-    if (
-      subscription?.status !== 'trialing' &&
-      subscription?.status !== 'active' &&
-      subscription?.status !== 'past_due'
-    ) {
+    if (!subscription || subscription.status === 'canceled') {
       throw new GoneError('This subscription has been canceled; there is no card to update.');
     }
   }
@@ -410,7 +398,7 @@ export async function saveTrialCard(
       : null,
     redirect_url: redirectUrl(session, status),
     outcome: outcome.status,
-    next_action: outcome.status === 'requires_action' ? presentSetupAction(outcome.nextAction) : null,
+    next_action: outcome.status === 'requires_action' ? presentAction(outcome.nextAction) : null,
   };
 }
 
@@ -418,7 +406,7 @@ export async function saveTrialCard(
 export async function pendingSetupAction(ctx: AppContext, session: CheckoutSessionRow) {
   if (session.signup_setup_id === null || session.completed_at !== null) return null;
   const setup = await ctx.providers.forEnvironment(session.environment).getSetup(session.signup_setup_id);
-  return setup?.status === 'requires_action' ? presentSetupAction(setup.nextAction) : null;
+  return setup?.status === 'requires_action' && setup.nextAction ? presentAction(setup.nextAction) : null;
 }
 
 /**
@@ -571,13 +559,7 @@ export async function createUpdateCardLink(ctx: AppContext, subscriptionId: numb
     .selectAll()
     .where('id', '=', subscription.plan_id)
     .executeTakeFirstOrThrow();
-  const [first, ...rest] = (subscription.customer_name ?? '').trim().split(/\s+/);
-  const signup = await ctx.db
-    .selectFrom('checkout_sessions')
-    .select(['billing_country', 'billing_first_name', 'billing_last_name'])
-    .where('subscription_public_id', '=', subscription.public_id)
-    .orderBy('id')
-    .executeTakeFirst();
+  const billing = await subscriberBilling(ctx.db, subscription);
   const created = await ctx.db.transaction().execute((trx) =>
     createCheckoutSession(trx, ctx, {
       organizationId: subscription.organization_id,
@@ -585,14 +567,7 @@ export async function createUpdateCardLink(ctx: AppContext, subscriptionId: numb
       currency: plan.currency,
       items: [{ productId: null, name: plan.name, unitPrice: toBigInt(plan.amount), quantity: 1 }],
       priceMode: 'TTC',
-      billing: {
-        country: signup?.billing_country ?? 'ZZ',
-        postalCode: null,
-        firstName: signup?.billing_first_name ?? (first || subscription.customer_email),
-        lastName: signup?.billing_last_name ?? rest.join(' '),
-        email: subscription.customer_email,
-        phone: null,
-      },
+      billing,
       urls: { success: null, failed: null, cancel: null },
       simulate: null,
       paymentLinkId: null,
@@ -604,4 +579,36 @@ export async function createUpdateCardLink(ctx: AppContext, subscriptionId: numb
     }),
   );
   return { url: created.checkout_url, expires_at: new Date(created.expires_at * 1000).toISOString() };
+}
+
+/**
+ * Who a subscription's later checkouts (renewals, update-card pages) are billed to: the details its
+ * signup checkout took, with today's email; a subscription made without one (none in practice) falls
+ * back to its name and the unknown country ZZ.
+ */
+export async function subscriberBilling(
+  db: Executor,
+  subscription: Pick<SubscriptionRow, 'public_id' | 'customer_name' | 'customer_email'>,
+): Promise<BillingDetails> {
+  const signup = await db
+    .selectFrom('checkout_sessions')
+    .select([
+      'billing_country',
+      'billing_postal_code',
+      'billing_first_name',
+      'billing_last_name',
+      'billing_phone',
+    ])
+    .where('subscription_public_id', '=', subscription.public_id)
+    .orderBy('id')
+    .executeTakeFirst();
+  const [first, ...rest] = (subscription.customer_name ?? '').trim().split(/\s+/);
+  return {
+    country: signup?.billing_country ?? 'ZZ',
+    postalCode: signup?.billing_postal_code ?? null,
+    firstName: signup?.billing_first_name ?? (first || subscription.customer_email),
+    lastName: signup?.billing_last_name ?? rest.join(' '),
+    email: subscription.customer_email,
+    phone: signup?.billing_phone ?? null,
+  };
 }
