@@ -82,6 +82,12 @@ describe('subscription signup in Chromium', () => {
   });
 
   test('without a trial: the customer pays the first month and is subscribed; the merchant sees it', async () => {
+    // Before anyone subscribes, production's empty list says where sandbox subscriptions are.
+    const empty = await browser.newPage({ width: 1280, height: 900 });
+    await empty.context.addCookies([{ name: 'kassa_session', value: merchant.token, url: server.url }]);
+    await empty.page.goto(`${server.url}/dashboard/subscriptions`);
+    await ready(empty.page, 'Subscriptions');
+    await empty.page.getByText('Subscriptions to sandbox plans are listed in test mode.').waitFor();
     const monthly = await plan({ name: 'Beans every month', amount: '12.50', interval: 'month' });
     assert.equal(monthly.signup_url, `${server.url}/subscribe/${monthly.id}`);
     const { page, record } = await browser.newPage();

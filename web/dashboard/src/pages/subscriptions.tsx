@@ -216,7 +216,13 @@ export function SubscriptionsPage({ query }: { query: URLSearchParams }) {
         resource={subscriptions}
         what="subscriptions"
         pageSize={PAGE_SIZE}
-        empty={filtered ? 'No subscriptions match these filters.' : 'No subscriptions yet.'}
+        empty={
+          filtered
+            ? 'No subscriptions match these filters.'
+            : environment === 'production'
+              ? 'No subscriptions yet. Subscriptions to sandbox plans are listed in test mode.'
+              : 'No subscriptions yet.'
+        }
       >
         {(results) => (
           <DataTable
