@@ -26,6 +26,10 @@ export interface ScenarioContext {
   serviceStatements(): Promise<number | null>;
   /** CPU seconds the local PostgreSQL server has used so far (null on SQLite). */
   databaseCpu(): number | null;
+  /** The ideal server (bench/ideal/server.ts) on the same database, and the CPU seconds it has used. */
+  ideal: { url: string; cpu(): number | null } | null;
+  /** The payment the GET scenario reads (the ideal reads the same one). */
+  samplePayment?: string;
 }
 
 export interface ScenarioResult {
@@ -125,6 +129,41 @@ async function autocannonScenario(context: ScenarioContext, request: BenchReques
   return requestRow(summarize(raw, request), spent);
 }
 
+/** The same load on the ideal server: its own CPU, PostgreSQL's, and no statement count (it has no metrics). */
+async function idealScenario(context: ScenarioContext, request: BenchRequest): Promise<ScenarioResult> {
+  const ideal = context.ideal;
+  if (!ideal) throw new Error('the ideal server is not running');
+  await autocannon(ideal.url, request, context.warmupSeconds, context.connections);
+  const [raw, spent] = await timed(
+    { ...context, serviceCpu: ideal.cpu, serviceStatements: async () => null },
+    () => autocannon(ideal.url, request, context.seconds, context.connections),
+  );
+  return requestRow(summarize(raw, request), spent);
+}
+
+/** The prefix of the ideal's row for a Kassa scenario; run.ts pairs them by it. */
+export const IDEAL_PREFIX = 'ideal: ';
+
+function getTransaction(context: ScenarioContext): BenchRequest {
+  if (!context.samplePayment) throw new Error('no payment to read: the GET scenario makes it');
+  return {
+    method: 'GET',
+    path: `/api/transactions/${context.samplePayment}/`,
+    headers: { authorization: `Api-Key ${context.access.apiKey}` },
+    expectStatus: 200,
+  };
+}
+
+function createCheckout(context: ScenarioContext): BenchRequest {
+  return {
+    method: 'POST',
+    path: '/api/checkout/create/',
+    headers: { authorization: `Api-Key ${context.access.apiKey}` },
+    body: JSON.stringify(CHECKOUT_BODY),
+    expectStatus: 201,
+  };
+}
+
 /** A table row for an autocannon measurement (its rate is requests per second). */
 export function requestRow(result: LoadResult, spent: Spent): ScenarioResult {
   return {
@@ -153,25 +192,27 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'GET /api/transactions/{id}/',
     async run(context) {
-      const payment = await makePayment(context.url, context.access.apiKey);
-      return autocannonScenario(context, {
-        method: 'GET',
-        path: `/api/transactions/${payment}/`,
-        headers: { authorization: `Api-Key ${context.access.apiKey}` },
-        expectStatus: 200,
-      });
+      context.samplePayment ??= await makePayment(context.url, context.access.apiKey);
+      return autocannonScenario(context, getTransaction(context));
+    },
+  },
+  {
+    name: `${IDEAL_PREFIX}GET /api/transactions/{id}/`,
+    async run(context) {
+      context.samplePayment ??= await makePayment(context.url, context.access.apiKey);
+      return idealScenario(context, getTransaction(context));
     },
   },
   {
     name: 'POST /api/checkout/create/',
     async run(context) {
-      return autocannonScenario(context, {
-        method: 'POST',
-        path: '/api/checkout/create/',
-        headers: { authorization: `Api-Key ${context.access.apiKey}` },
-        body: JSON.stringify(CHECKOUT_BODY),
-        expectStatus: 201,
-      });
+      return autocannonScenario(context, createCheckout(context));
+    },
+  },
+  {
+    name: `${IDEAL_PREFIX}POST /api/checkout/create/`,
+    async run(context) {
+      return idealScenario(context, createCheckout(context));
     },
   },
   {
