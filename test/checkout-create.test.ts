@@ -122,6 +122,46 @@ describe('POST /checkout/create/', () => {
     }
   });
 
+  test('an organization that is not active cannot create checkouts (403), and nothing is stored', async () => {
+    const sessions = async () =>
+      Number(
+        (
+          await server.ctx.db
+            .selectFrom('checkout_sessions')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('organization_id', '=', merchant.organizationId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const before = await sessions();
+    const setStatus = (status: string) =>
+      server.ctx.db
+        .updateTable('organizations')
+        .set({ status })
+        .where('id', '=', merchant.organizationId)
+        .execute();
+    await setStatus('suspended');
+    try {
+      for (const [apiKey, base] of [
+        [key, '/api'],
+        [sandboxKey, '/sandbox/api'],
+      ]) {
+        const refused = await call<Json>(server, 'POST', `${base}/checkout/create/`, {
+          apiKey,
+          body: { ...billing(), products: [{ name: 'Thing', unit_price: 5 }] },
+        });
+        assert.equal(refused.status, 403, refused.text);
+        assert.deepEqual(refused.body, { detail: 'This organization is not active.' });
+      }
+      assert.equal(await sessions(), before);
+    } finally {
+      await setStatus('active');
+    }
+    // The terms are read with the key at each request: the next creation sees the organization active.
+    await createCheckout(server, key);
+    assert.equal(await sessions(), before + 1);
+  });
+
   test('currency defaults to USD; EUR checkouts take EUR catalog products', async () => {
     const usd = await createCheckout(server, key);
     assert.equal((await call<Json>(server, 'GET', `/api/checkout/${usd.token}/`)).body.currency, 'USD');

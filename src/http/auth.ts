@@ -53,7 +53,11 @@ function apiKeyFrom(request: FastifyRequest): string | null {
   return typeof header === 'string' ? header.trim() : null;
 }
 
-export type ApiKeyHandlerFactory = (required: readonly Scope[]) => preHandlerAsyncHookHandler;
+/** `terms`: read the organization's checkout terms with the key (the principal's `terms`). */
+export type ApiKeyHandlerFactory = (
+  required: readonly Scope[],
+  options?: { terms?: boolean },
+) => preHandlerAsyncHookHandler;
 
 /**
  * preHandler for API-key endpoints on one base path (`/api` = production, `/sandbox/api` = sandbox):
@@ -63,7 +67,7 @@ export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandle
   const limits = ctx.config.rateLimits;
   const limiter = new FixedWindowLimiter(limits.apiKeyPerWindow, limits.apiKeyWindowMs, ctx.clock);
   const addresses = new KeyAddressBook();
-  return (required) => {
+  return (required, options = {}) => {
     const handler = async function requireApiKey(request: FastifyRequest, reply: FastifyReply) {
       const raw = apiKeyFrom(request);
       if (raw === null) {
@@ -75,7 +79,7 @@ export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandle
           'Authentication credentials were not provided. Send Authorization: Api-Key <key>.',
         );
       }
-      const principal = await authenticateApiKey(ctx, raw, basePath, required);
+      const principal = await authenticateApiKey(ctx, raw, basePath, required, options.terms === true);
       request.principal = principal;
       applyRateLimit(
         reply,

@@ -5,6 +5,7 @@ import type { Executor } from '../../db/database.ts';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../../http/errors.ts';
 import { randomBase62, sha256Hex } from '../../lib/ids.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
+import type { OrganizationTerms } from '../checkout/store.ts';
 import { allowsAny, parseAllowedScopes, type Scope, ScopeParseError } from './scopes.ts';
 import * as store from './store.ts';
 import type { ApiKeyRow, Environment } from './table.ts';
@@ -17,6 +18,8 @@ export interface ApiKeyPrincipal {
   organizationId: number;
   environment: Environment;
   scopes: string[];
+  /** The organization's checkout terms, read with the key when the route asked for them (else null). */
+  terms: OrganizationTerms | null;
 }
 
 export function presentKey(row: ApiKeyRow) {
@@ -42,9 +45,12 @@ export async function authenticateApiKey(
   rawKey: string,
   basePath: Environment,
   required: readonly Scope[],
+  withTerms = false,
 ): Promise<ApiKeyPrincipal> {
   if (!/^kassa_(live|test)_[0-9A-Za-z]{40}$/.test(rawKey)) throw new UnauthorizedError('Invalid API key.');
-  const row = await store.findByHash(ctx.db, sha256Hex(rawKey));
+  const hash = sha256Hex(rawKey);
+  const row: (Awaited<ReturnType<typeof store.findByHash>> & { terms?: OrganizationTerms }) | undefined =
+    withTerms ? await store.findByHashWithTerms(ctx.db, hash) : await store.findByHash(ctx.db, hash);
   if (!row || row.status !== 'active') throw new UnauthorizedError('Invalid API key.');
   if (row.environment !== basePath) {
     throw new UnauthorizedError(
@@ -67,6 +73,7 @@ export async function authenticateApiKey(
     organizationId: row.organization_id,
     environment: row.environment,
     scopes,
+    terms: row.terms ?? null,
   };
 }
 

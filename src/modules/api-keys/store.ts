@@ -1,6 +1,7 @@
 // API key queries; every lookup but the authenticating one is scoped by organization.
 import type { Executor } from '../../db/database.ts';
 import { prepareQuery } from '../../db/prepared.ts';
+import type { OrganizationTerms } from '../checkout/store.ts';
 import type { Environment } from './table.ts';
 
 /** The authenticating lookup of every API-key request (prepared: it is the hottest query there is). */
@@ -13,6 +14,60 @@ const byHash = prepareQuery(1, (db, keyHash: string) =>
 
 export function findByHash(db: Executor, keyHash: string) {
   return byHash.first(db, keyHash);
+}
+
+/**
+ * The same lookup with the organization's checkout terms (pricing and limits) joined on its primary key:
+ * checkout creation reads them in this statement instead of a second one.
+ */
+const byHashWithTerms = prepareQuery(1, (db, keyHash: string) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('organizations', 'organizations.id', 'api_keys.organization_id')
+    .select([
+      'api_keys.id',
+      'api_keys.organization_id',
+      'api_keys.environment',
+      'api_keys.scopes',
+      'api_keys.status',
+      'api_keys.last_used_at',
+      'organizations.name as terms_name',
+      'organizations.website as terms_website',
+      'organizations.status as terms_status',
+      'organizations.price_mode as terms_price_mode',
+      'organizations.fee_bp as terms_fee_bp',
+      'organizations.tax_rate_bp as terms_tax_rate_bp',
+      'organizations.min_payment as terms_min_payment',
+      'organizations.max_payment as terms_max_payment',
+    ])
+    .where('api_keys.key_hash', '=', keyHash),
+);
+
+export async function findByHashWithTerms(db: Executor, keyHash: string) {
+  const row = await byHashWithTerms.first(db, keyHash);
+  if (!row) return undefined;
+  const {
+    terms_name,
+    terms_website,
+    terms_status,
+    terms_price_mode,
+    terms_fee_bp,
+    terms_tax_rate_bp,
+    terms_min_payment,
+    terms_max_payment,
+    ...key
+  } = row;
+  const terms: OrganizationTerms = {
+    name: terms_name,
+    website: terms_website,
+    status: terms_status,
+    price_mode: terms_price_mode,
+    fee_bp: terms_fee_bp,
+    tax_rate_bp: terms_tax_rate_bp,
+    min_payment: terms_min_payment,
+    max_payment: terms_max_payment,
+  };
+  return { ...key, terms };
 }
 
 export function touchLastUsed(db: Executor, id: number, now: string) {

@@ -2,6 +2,7 @@
 // POST /checkout/sync-status/ (by token without a key, or by checkout_id with a key of that base path).
 // Public, authorised by the checkout token (under /api): GET /checkout/{token}/, POST .../pay/, .../cancel/.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Executor } from '../../db/database.ts';
 import { apiKeyOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
@@ -14,6 +15,7 @@ import { payCheckout } from './pay.ts';
 import { countUnknownToken, limitPublicCaller } from './rate-limit.ts';
 import {
   CheckoutCreated,
+  type CheckoutCreatedBody,
   CreateCheckoutBody,
   CreateCheckoutDocumented,
   HostedCheckout,
@@ -34,7 +36,7 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
   app.post(
     '/checkout/create/',
     {
-      preValidation: requireKey(['checkout:create']),
+      preValidation: requireKey(['checkout:create'], { terms: true }),
       schema: {
         operationId: 'createCheckoutSession',
         summary: 'Create a hosted checkout session',
@@ -46,9 +48,12 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
     async (request, reply) => {
       const key = apiKeyOf(request);
       // The session and the Idempotency-Key's answer commit together: a retry never creates a second one.
-      const created = await createCheckout(ctx, key.organizationId, environment, request.body, (trx, body) =>
-        recordIdempotentResponseIn(trx, request, 201, body),
-      );
+      // Without a key to answer, the session's insert is the only write: it commits on its own.
+      const afterCreate =
+        request.idempotencyClaim === null
+          ? null
+          : (trx: Executor, body: CheckoutCreatedBody) => recordIdempotentResponseIn(trx, request, 201, body);
+      const created = await createCheckout(ctx, key, environment, request.body, afterCreate);
       return reply.code(201).send(created);
     },
   );

@@ -6,6 +6,7 @@ import { ForbiddenError, ValidationError } from '../../http/errors.ts';
 import { newPublicId, newToken, sha256Hex } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { SimulateValue } from '../../provider/simulator/script.ts';
+import type { ApiKeyPrincipal } from '../api-keys/service.ts';
 import type { Environment } from '../api-keys/table.ts';
 import {
   type BillingDetails,
@@ -16,6 +17,7 @@ import {
 } from './input.ts';
 import { type CheckoutItem, checkoutTotals, type PriceMode } from './pricing.ts';
 import type { CheckoutCreatedBody, CreateCheckoutInput } from './schemas.ts';
+import type { OrganizationTerms } from './store.ts';
 import * as store from './store.ts';
 
 export interface NewCheckoutSession {
@@ -43,6 +45,8 @@ export interface NewCheckoutSession {
   purpose?: 'card_update' | null;
   /** The provider customer a signup or card update saves the card on, when already known. */
   providerCustomerId?: string | null;
+  /** The organization's terms when already read (with the API key); else read here. */
+  terms?: OrganizationTerms | null;
 }
 
 /** Records a session and returns the interface's creation response. Validates the total's limits. */
@@ -51,7 +55,7 @@ export async function createCheckoutSession(
   ctx: AppContext,
   input: NewCheckoutSession,
 ): Promise<CheckoutCreatedBody> {
-  const organization = await store.organizationTerms(trx, input.organizationId);
+  const organization = input.terms ?? (await store.organizationTerms(trx, input.organizationId));
   if (organization.status !== 'active') throw new ForbiddenError('This organization is not active.');
   const priceMode = input.priceMode ?? organization.price_mode;
   const taxRateBp = toBigInt(organization.tax_rate_bp);
@@ -127,23 +131,24 @@ export async function createCheckoutSession(
 }
 
 /**
- * POST /checkout/create/ with an API key of `environment`. `afterCreate` runs in the session's own
- * transaction (the route records the Idempotency-Key's answer there).
+ * POST /checkout/create/ with an API key of `environment` (its principal carries the organization's
+ * terms). `afterCreate` runs in the session's own transaction (the route records the Idempotency-Key's
+ * answer there); without it the session's insert is the one write, and it commits on its own.
  */
 export async function createCheckout(
   ctx: AppContext,
-  organizationId: number,
+  key: Pick<ApiKeyPrincipal, 'organizationId' | 'terms'>,
   environment: Environment,
   body: CreateCheckoutInput,
-  afterCreate: (trx: Executor, created: CheckoutCreatedBody) => Promise<void> = async () => {},
+  afterCreate: ((trx: Executor, created: CheckoutCreatedBody) => Promise<void>) | null = null,
 ): Promise<CheckoutCreatedBody> {
   const simulate = parseSimulate(environment, body.sandbox_simulate);
   const { billing, urls } = parseBillingAndUrls(body);
   const currency = body.currency === 'EUR' ? 'EUR' : 'USD';
-  return ctx.db.transaction().execute(async (trx) => {
-    const items = await parseItems(trx, organizationId, currency, body.products);
-    const created = await createCheckoutSession(trx, ctx, {
-      organizationId,
+  const create = async (db: Executor) => {
+    const items = await parseItems(db, key.organizationId, currency, body.products);
+    const created = await createCheckoutSession(db, ctx, {
+      organizationId: key.organizationId,
       environment,
       currency,
       items,
@@ -154,8 +159,10 @@ export async function createCheckout(
       paymentLinkId: null,
       metadata: body.metadata,
       clientReferenceId: body.client_reference_id?.trim() || null,
+      terms: key.terms,
     });
-    await afterCreate(trx, created);
+    await afterCreate?.(db, created);
     return created;
-  });
+  };
+  return afterCreate === null ? create(ctx.db) : ctx.db.transaction().execute(create);
 }

@@ -121,8 +121,11 @@ const terms = prepareQuery(1, (db, organizationId: number) =>
     .where('id', '=', organizationId),
 );
 
+/** What a checkout charges by: the organization's pricing and limits. */
+export type OrganizationTerms = NonNullable<Awaited<ReturnType<typeof terms.first>>>;
+
 /** What a checkout charges by: the organization's pricing and limits (prepared: every checkout reads it). */
-export async function organizationTerms(db: Executor, organizationId: number) {
+export async function organizationTerms(db: Executor, organizationId: number): Promise<OrganizationTerms> {
   const row = await terms.first(db, organizationId);
   if (!row) throw new Error(`Organization ${organizationId} does not exist.`);
   return row;

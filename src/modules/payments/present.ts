@@ -1,7 +1,7 @@
 // How a payment leaves the service: the interface's Payment object, and its DepositAttempt entries.
 import { formatAmount, percentNumber, toBigInt } from '../../lib/money.ts';
 import type { ProviderReview } from './review.ts';
-import type { CheckoutReference } from './store.ts';
+import type { CheckoutReference, PresentedAttempt, PresentedPayment } from './store.ts';
 import type { DepositAttemptRow, PaymentRow } from './table.ts';
 
 /**
@@ -18,7 +18,7 @@ export function presentReferences(
   };
 }
 
-export function presentAttempt(row: DepositAttemptRow) {
+export function presentAttempt(row: PresentedAttempt) {
   return {
     status: row.status,
     paymentId: row.provider_payment_id,
@@ -30,8 +30,8 @@ export function presentAttempt(row: DepositAttemptRow) {
 
 /** GET /transactions/{id}/: amount is the gross charged, net_amount what the merchant keeps. */
 export function presentPayment(
-  payment: PaymentRow,
-  attempts: DepositAttemptRow[],
+  payment: PresentedPayment,
+  attempts: PresentedAttempt[],
   checkout: CheckoutReference | null = null,
 ) {
   return {

@@ -15,9 +15,9 @@ export async function getPaymentForKey(
   environment: Environment,
   reference: string,
 ) {
-  const payment = await store.findPayment(ctx.db, { organizationId, environment }, reference);
-  if (!payment) throw new NotFoundError('Payment not found.');
-  return presentPayment(payment, await store.attemptsOf(ctx.db, payment.id), store.referenceOf(payment));
+  const found = await store.findPresentedPayment(ctx.db, organizationId, environment, reference);
+  if (!found) throw new NotFoundError('Payment not found.');
+  return presentPayment(found.payment, found.attempts, found.checkout);
 }
 
 export async function getPaymentForDashboard(ctx: AppContext, organizationId: number, reference: string) {

@@ -54,6 +54,106 @@ const byNumericIdIn = prepareQuery(3, (db, organizationId: number, environment: 
     .where('payments.id', '=', id),
 );
 
+/** The columns GET /transactions/{id}/ presents of a payment (presentPayment reads no others). */
+export const PRESENTED_COLUMNS = [
+  'public_id',
+  'gross',
+  'net',
+  'status',
+  'currency',
+  'payer_email',
+  'products',
+  'fee_bp',
+  'net_usd',
+  'simulated',
+  'created_at',
+  'updated_at',
+] as const;
+export type PresentedPayment = Pick<PaymentRow, (typeof PRESENTED_COLUMNS)[number]>;
+export type PresentedAttempt = Pick<
+  DepositAttemptRow,
+  'status' | 'provider_payment_id' | 'attempted_at' | 'error_message' | 'payment_method'
+>;
+
+// GET /transactions/{id}/ with an API key in one statement: the presented columns of the payment, its
+// checkout's references and its attempts (one row per attempt, newest first; one row with null attempt
+// columns when there is none). Two statements less than the payment row, then its attempts.
+const presentedOf = (db: Executor, organizationId: number, environment: Environment) =>
+  db
+    .selectFrom('payments')
+    .leftJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
+    .leftJoin('deposit_attempts', 'deposit_attempts.payment_id', 'payments.id')
+    .select(PRESENTED_COLUMNS.map((column) => `payments.${column}` as const))
+    .select([
+      'checkout_sessions.public_id as checkout_public_id',
+      'checkout_sessions.metadata as checkout_metadata',
+      'checkout_sessions.client_reference_id as checkout_client_reference_id',
+      'checkout_sessions.subscription_public_id as checkout_subscription_public_id',
+      'deposit_attempts.id as attempt_id',
+      'deposit_attempts.status as attempt_status',
+      'deposit_attempts.provider_payment_id as attempt_provider_payment_id',
+      'deposit_attempts.attempted_at as attempt_attempted_at',
+      'deposit_attempts.error_message as attempt_error_message',
+      'deposit_attempts.payment_method as attempt_payment_method',
+    ])
+    .where('payments.organization_id', '=', organizationId)
+    .where('payments.environment', '=', environment)
+    .orderBy('deposit_attempts.attempted_at', 'desc')
+    .orderBy('deposit_attempts.id', 'desc');
+const presentedByPublicId = prepareQuery(
+  3,
+  (db, organizationId: number, environment: Environment, publicId: string) =>
+    presentedOf(db, organizationId, environment).where('payments.public_id', '=', publicId),
+);
+const presentedByNumericId = prepareQuery(
+  3,
+  (db, organizationId: number, environment: Environment, id: number) =>
+    presentedOf(db, organizationId, environment).where('payments.id', '=', id),
+);
+
+/** What GET /transactions/{id}/ shows, read in one statement; undefined when not in the key's scope. */
+export async function findPresentedPayment(
+  db: Executor,
+  organizationId: number,
+  environment: Environment,
+  reference: string,
+): Promise<
+  { payment: PresentedPayment; attempts: PresentedAttempt[]; checkout: CheckoutReference } | undefined
+> {
+  const numeric = parseNumericId(reference);
+  if (numeric === null && !isPublicId('payment', reference)) return undefined;
+  const rows =
+    numeric === null
+      ? await presentedByPublicId.all(db, organizationId, environment, reference)
+      : await presentedByNumericId.all(db, organizationId, environment, numeric);
+  const first = rows[0];
+  if (!first) return undefined;
+  const attempts: PresentedAttempt[] = [];
+  for (const row of rows) {
+    // A left join: the attempt's NOT NULL columns are null only on the row of a payment without attempts.
+    if (row.attempt_id === null) continue;
+    attempts.push({
+      status: row.attempt_status as string,
+      provider_payment_id: row.attempt_provider_payment_id as string,
+      attempted_at: row.attempt_attempted_at as string,
+      error_message: row.attempt_error_message,
+      payment_method: row.attempt_payment_method as string,
+    });
+  }
+  if (first.checkout_public_id === null)
+    throw new Error(`the checkout of payment ${first.public_id} is missing`);
+  return {
+    payment: first,
+    attempts,
+    checkout: {
+      public_id: first.checkout_public_id,
+      metadata: first.checkout_metadata,
+      client_reference_id: first.checkout_client_reference_id,
+      subscription_public_id: first.checkout_subscription_public_id,
+    },
+  };
+}
+
 /** A payment by public TX id or numeric id, within the scope; undefined for anything else. */
 export async function findPayment(
   db: Executor,
