@@ -185,7 +185,13 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
     if (access.webhookSecret) await receiver.ask({ type: 'secret', secret: access.webhookSecret }, 'ok');
     bench = openDatabase(loadConfig(database.env).database);
     log(`  ${kind.padEnd(8)} ideal server: same bytes, same row …`);
-    ideal = await startIdeal(database.env, started.url, access.apiKey, bench.db);
+    ideal = await startIdeal(
+      database.env,
+      started.url,
+      access.apiKey,
+      bench.db,
+      PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}-ideal`] : [],
+    );
     const idealPid = ideal.child.process.pid;
     await sleep(2000);
     run.idleRssMB = procMemoryMB(service.process.pid, 'VmRSS');
@@ -252,14 +258,18 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
     await bench?.close();
     await database.drop();
   }
-  if (PROFILE && existsSync(profileDir)) {
-    const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
-    if (file) {
-      run.profile = join(profileDir, file);
-      console.log(
-        `\nCPU profile of the ${kind} service: ${run.profile}\n${summarizeProfile(run.profile, 25)}`,
-      );
-    }
+  for (const [dir, what] of PROFILE
+    ? [
+        [profileDir, 'service'],
+        [`${profileDir}-ideal`, 'ideal server'],
+      ]
+    : []) {
+    const file = existsSync(dir) && readdirSync(dir).find((name) => name.endsWith('.cpuprofile'));
+    if (!file) continue;
+    if (what === 'service') run.profile = join(dir, file);
+    console.log(
+      `\nCPU profile of the ${kind} ${what}: ${join(dir, file)}\n${summarizeProfile(join(dir, file), 25)}`,
+    );
   }
   return run;
 }

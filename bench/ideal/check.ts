@@ -40,8 +40,9 @@ export async function startIdeal(
   kassaUrl: string,
   apiKey: string,
   db: Kysely<Database>,
+  nodeFlags: string[] = [],
 ): Promise<IdealServer> {
-  const child = startNode(['bench/ideal/server.ts'], env);
+  const child = startNode([...nodeFlags, 'bench/ideal/server.ts'], env);
   try {
     const [, url] = await waitFor(child, /listening on (http:\/\/\S+)/);
     const payment = await makePayment(kassaUrl, apiKey);
