@@ -163,19 +163,14 @@ export async function applyProviderState(
     .returningAll()
     .executeTakeFirstOrThrow();
   if (nowPaid && updated.deposit_status === 'succeeded' && updated.settled_at === null) {
+    // Credits the wallet and stamps settled_at (it was null, under this transaction's lock): the one change.
     await settlePayment(trx, updated, now);
-    await trx
-      .updateTable('payments')
-      .set({ settled_at: now })
-      .where('id', '=', updated.id)
-      .where('settled_at', 'is', null)
-      .execute();
-    updated = (await store.lockPayment(trx, updated.id)) ?? updated;
+    updated = { ...updated, settled_at: now };
   }
   // A signup's first payment: once it is paid, its subscription exists (with the card it saved).
   if (status === 'paid' && updated.subscription_id === null) {
-    await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now);
-    updated = (await store.lockPayment(trx, updated.id)) ?? updated;
+    if (await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now))
+      updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }
   if (visible) await emitPaymentEvent(trx, updated, now);
   return { payment: updated, changed: visible };

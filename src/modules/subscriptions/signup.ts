@@ -255,21 +255,24 @@ export async function activateSignup(
   return true;
 }
 
-/** The hook of payments/transitions.ts: a signup's first payment is paid, so its subscription is made. */
+/**
+ * The hook of payments/transitions.ts: a signup's first payment is paid, so its subscription is made.
+ * True when it made one (the payment row then carries the subscription).
+ */
 export async function onSignupPaymentPaid(
   trx: Executor,
   payment: PaymentRow,
   card: SavedCard | null,
   nowIso: string,
-): Promise<void> {
+): Promise<boolean> {
   const session = await trx
     .selectFrom('checkout_sessions')
     .selectAll()
     .where('id', '=', payment.checkout_session_id)
     .where('subscription_plan_id', 'is not', null)
     .executeTakeFirst();
-  if (!session) return;
-  await activateSignup(trx, session, payment, card, payment.provider, nowIso);
+  if (!session) return false;
+  return activateSignup(trx, session, payment, card, payment.provider, nowIso);
 }
 
 /** Records what a setup of a trial signup shows: the subscription on success, the waiting challenge otherwise. */

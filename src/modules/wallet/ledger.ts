@@ -1,7 +1,6 @@
 // The ledger core: lock a wallet, post a movement (entries summing to zero) and apply its bucket
 // deltas to the wallet row in the same transaction. Every money change of the wallet goes through here.
 import { sql } from 'kysely';
-import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { type Buckets, bucketsOf } from './arithmetic.ts';
@@ -18,7 +17,7 @@ export interface LockedWallet extends Buckets {
 
 /**
  * The wallet of an organization and environment, created on first use, and locked for the rest of
- * the transaction on PostgreSQL (FOR UPDATE). SQLite serialises whole transactions already.
+ * the transaction on PostgreSQL (the upsert's row lock). SQLite serialises whole transactions already.
  */
 export async function lockWallet(
   trx: Executor,
@@ -26,7 +25,10 @@ export async function lockWallet(
   environment: Environment,
   now: string,
 ): Promise<LockedWallet> {
-  await trx
+  // One statement makes the wallet if it is missing and returns it locked: on a conflict the no-op update
+  // takes the row lock (as SELECT … FOR UPDATE would) and RETURNING reads its latest version. SQLite has one
+  // writer, whose transaction already holds the database.
+  const row = await trx
     .insertInto('wallets')
     .values({
       organization_id: organizationId,
@@ -38,14 +40,13 @@ export async function lockWallet(
       created_at: now,
       updated_at: now,
     })
-    .onConflict((oc) => oc.columns(['organization_id', 'environment']).doNothing())
-    .execute();
-  const query = trx
-    .selectFrom('wallets')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .where('environment', '=', environment);
-  const row = await (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
+    .onConflict((oc) =>
+      oc
+        .columns(['organization_id', 'environment'])
+        .doUpdateSet((eb) => ({ updated_at: eb.ref('wallets.updated_at') })),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow();
   return { id: row.id, organizationId, environment, ...bucketsOf(row) };
 }
 

@@ -27,6 +27,13 @@ export async function settlePayment(trx: Executor, payment: PaymentRow, now: str
     entries: { settlements: -net, reserve, balance },
     now,
   });
+  // settled_at is stamped even when the movement was posted before: a settled payment always carries it.
+  await trx
+    .updateTable('payments')
+    .set({ settled_at: now })
+    .where('id', '=', payment.id)
+    .where('settled_at', 'is', null)
+    .execute();
   if (movementId === null) return false;
   if (reserve > 0n) {
     const releaseAt = new Date(Date.parse(now) + Number(organization.rolling_reserve_days) * DAY_MS);
@@ -42,11 +49,5 @@ export async function settlePayment(trx: Executor, payment: PaymentRow, now: str
       })
       .execute();
   }
-  await trx
-    .updateTable('payments')
-    .set({ settled_at: now })
-    .where('id', '=', payment.id)
-    .where('settled_at', 'is', null)
-    .execute();
   return true;
 }
