@@ -218,9 +218,14 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
       databaseCpu: () => (kind === 'postgres' ? postgresCpuSeconds() : null),
       ideal: { url: ideal.url, cpu: () => cpuSeconds(idealPid) },
       samplePayment: ideal.payment,
+      peers:
+        kind === 'postgres' && access.webhookSecret
+          ? { databaseUrl: PG_URL, receiverUrl: receiver.url, secret: access.webhookSecret }
+          : null,
     };
     for (const scenario of SCENARIOS) {
       if (ONLY.length && !ONLY.some((text) => scenario.name.includes(text))) continue;
+      if (scenario.databases && !scenario.databases.includes(kind)) continue;
       log(`  ${kind.padEnd(8)} ${scenario.name} …`);
       const load1Now = load1();
       // The peak of this scenario alone: VmHWM reset before it (else the highest sample every 100 ms).

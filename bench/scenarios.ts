@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { autocannon, type BenchRequest, type LoadResult, summarize } from './autocannon.ts';
 import type { DriverConfig, DriverResult } from './driver.ts';
+import { type PeerSetting, peerScenarios } from './peers/run.ts';
 import { runNode, sleep } from './processes.ts';
 import { CHECKOUT_BODY, type MerchantAccess, makePayment } from './service.ts';
-import { type WebhookBench, webhookLatency, webhookThroughput } from './webhooks.ts';
+import { type Enqueue, type WebhookBench, webhookLatency, webhookThroughput } from './webhooks.ts';
 
 export interface ScenarioContext {
   url: string;
@@ -30,6 +31,8 @@ export interface ScenarioContext {
   ideal: { url: string; cpu(): number | null } | null;
   /** The payment the GET scenario reads (the ideal reads the same one). */
   samplePayment?: string;
+  /** Where the peer job queues run (PostgreSQL only; null on SQLite). */
+  peers: PeerSetting | null;
 }
 
 export interface ScenarioResult {
@@ -56,6 +59,8 @@ export type Spent = Pick<ScenarioResult, 'serviceCpuS' | 'statements' | 'databas
 
 export interface Scenario {
   name: string;
+  /** The databases it runs on (all when absent). */
+  databases?: ('sqlite' | 'postgres')[];
   run(context: ScenarioContext): Promise<ScenarioResult>;
 }
 
@@ -179,6 +184,48 @@ export function requestRow(result: LoadResult, spent: Spent): ScenarioResult {
 }
 
 export const WEBHOOK_RATE = 500;
+const WEBHOOK_THROUGHPUT = 'webhook deliveries (backlog → loopback receiver)';
+const WEBHOOK_LATENCY = `webhook latency at ${WEBHOOK_RATE} events/s (commit → receiver)`;
+
+/** A backlog committed at once, delivered by Kassa's worker (or by a peer queue, given its `enqueue`). */
+async function webhookThroughputScenario(
+  context: ScenarioContext,
+  enqueue?: Enqueue,
+): Promise<ScenarioResult> {
+  await outboxQuiet(context.webhooks);
+  const events = Math.max(2000, 3000 * context.seconds);
+  const [result, spent] = await timed(context, () => webhookThroughput(context.webhooks, events, enqueue));
+  return {
+    ...spent,
+    unit: 'deliveries/s',
+    rate: result.perSecond,
+    requestsPerS: null,
+    p50Ms: null,
+    p99Ms: null,
+    total: result.delivered,
+    failed: result.events - result.delivered,
+    note: `${result.events} events committed at once; ${result.delivered} delivered in ${result.elapsedS} s`,
+  };
+}
+
+/** Events at WEBHOOK_RATE, commit → receiver. */
+async function webhookLatencyScenario(context: ScenarioContext, enqueue?: Enqueue): Promise<ScenarioResult> {
+  await outboxQuiet(context.webhooks);
+  const [result, spent] = await timed(context, () =>
+    webhookLatency(context.webhooks, WEBHOOK_RATE, context.seconds, enqueue),
+  );
+  return {
+    ...spent,
+    unit: 'events/s',
+    rate: result.eventsPerSecond,
+    requestsPerS: null,
+    p50Ms: result.p50Ms,
+    p99Ms: result.p99Ms,
+    total: result.delivered,
+    failed: result.events - result.delivered,
+    note: `max ${result.maxMs} ms`,
+  };
+}
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -276,42 +323,15 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'webhook deliveries (backlog → loopback receiver)',
-    async run(context) {
-      await outboxQuiet(context.webhooks);
-      const events = Math.max(2000, 3000 * context.seconds);
-      const [result, spent] = await timed(context, () => webhookThroughput(context.webhooks, events));
-      return {
-        ...spent,
-        unit: 'deliveries/s',
-        rate: result.perSecond,
-        requestsPerS: null,
-        p50Ms: null,
-        p99Ms: null,
-        total: result.delivered,
-        failed: result.events - result.delivered,
-        note: `${result.events} events committed at once; ${result.delivered} delivered in ${result.elapsedS} s`,
-      };
-    },
+    name: WEBHOOK_THROUGHPUT,
+    run: (context) => webhookThroughputScenario(context),
   },
   {
-    name: `webhook latency at ${WEBHOOK_RATE} events/s (commit → receiver)`,
-    async run(context) {
-      await outboxQuiet(context.webhooks);
-      const [result, spent] = await timed(context, () =>
-        webhookLatency(context.webhooks, WEBHOOK_RATE, context.seconds),
-      );
-      return {
-        ...spent,
-        unit: 'events/s',
-        rate: result.eventsPerSecond,
-        requestsPerS: null,
-        p50Ms: result.p50Ms,
-        p99Ms: result.p99Ms,
-        total: result.delivered,
-        failed: result.events - result.delivered,
-        note: `max ${result.maxMs} ms`,
-      };
-    },
+    name: WEBHOOK_LATENCY,
+    run: (context) => webhookLatencyScenario(context),
   },
+  ...peerScenarios(webhookThroughputScenario, webhookLatencyScenario, {
+    throughput: WEBHOOK_THROUGHPUT,
+    latency: WEBHOOK_LATENCY,
+  }),
 ];

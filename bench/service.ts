@@ -34,6 +34,16 @@ export async function postgresProblem(url: string): Promise<string | null> {
   }
 }
 
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
 export function createBenchDatabase(kind: DatabaseKind, pgUrl: string): BenchDatabase {
   const dataDir = mkdtempSync(join(tmpdir(), 'kassa-bench-'));
   const schema = `kassa_bench_${randomBytes(4).toString('hex')}`;
@@ -56,14 +66,7 @@ export function createBenchDatabase(kind: DatabaseKind, pgUrl: string): BenchDat
     env,
     async drop() {
       rmSync(dataDir, { recursive: true, force: true });
-      if (kind !== 'postgres') return;
-      const client = new pg.Client({ connectionString: pgUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      } finally {
-        await client.end();
-      }
+      if (kind === 'postgres') await dropSchema(pgUrl, schema);
     },
   };
 }

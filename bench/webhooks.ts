@@ -62,14 +62,33 @@ async function arrivals(bench: WebhookBench, count: number): Promise<Map<string,
   return new Map((await bench.receiver.ask({ type: 'arrivals' }, 'arrivals')).arrivals);
 }
 
-export async function webhookThroughput(bench: WebhookBench, events: number): Promise<ThroughputResult> {
+/** Commits one event per marker in one transaction (the service's outbox, or a peer queue's jobs). */
+export type Enqueue = (markers: string[]) => Promise<void>;
+
+/** Kassa's way: events written as emitEvent writes them inside a business transaction. */
+export function kassaEnqueue(bench: WebhookBench): Enqueue {
+  return async (markers) => {
+    const now = new Date().toISOString();
+    await bench.db.transaction().execute(async (trx) => {
+      for (const marker of markers) await emitEvent(trx, event(bench, marker, now));
+    });
+  };
+}
+
+/** The body Kassa sends for a benchmark event (what the peers send too). */
+export function benchEventBody(marker: string): string {
+  return JSON.stringify({ event: 'webhook.test', message: 'bench', marker, livemode: true });
+}
+
+export async function webhookThroughput(
+  bench: WebhookBench,
+  events: number,
+  enqueue: Enqueue = kassaEnqueue(bench),
+): Promise<ThroughputResult> {
   runs += 1;
   const prefix = `throughput-${runs}-`;
   await bench.receiver.ask({ type: 'reset' }, 'ok');
-  const now = new Date().toISOString();
-  await bench.db.transaction().execute(async (trx) => {
-    for (let i = 0; i < events; i += 1) await emitEvent(trx, event(bench, `${prefix}${i}`, now));
-  });
+  await enqueue(Array.from({ length: events }, (_, i) => `${prefix}${i}`));
   const committedAt = preciseNow();
   const arrived = await arrivals(bench, events);
   const times = [...arrived].filter(([marker]) => marker.startsWith(prefix)).map(([, at]) => at);
@@ -90,6 +109,7 @@ export async function webhookLatency(
   bench: WebhookBench,
   rate: number,
   seconds: number,
+  enqueue: Enqueue = kassaEnqueue(bench),
 ): Promise<LatencyResult> {
   runs += 1;
   const prefix = `latency-${runs}-`;
@@ -102,10 +122,7 @@ export async function webhookLatency(
     const due = Math.min(total, Math.floor(((performance.now() - begin) / 1000) * rate) + 1);
     const markers: string[] = [];
     for (; sent < due; sent += 1) markers.push(`${prefix}${sent}`);
-    const now = new Date().toISOString();
-    await bench.db.transaction().execute(async (trx) => {
-      for (const marker of markers) await emitEvent(trx, event(bench, marker, now));
-    });
+    await enqueue(markers);
     const at = preciseNow();
     for (const marker of markers) committed.set(marker, at);
     await sleep(tickMs);
