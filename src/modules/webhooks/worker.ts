@@ -62,6 +62,8 @@ export class DeliveryWorker {
   private nextDueAt: number | null = null;
   /** When a round last found work (Date.now()). */
   private lastWorkAt = Number.NEGATIVE_INFINITY;
+  /** When the last round began (Date.now()). */
+  private lastRoundAt = Number.NEGATIVE_INFINITY;
   /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
   wakeLoop: (inMs?: number) => void = () => {};
 
@@ -90,6 +92,7 @@ export class DeliveryWorker {
       this.failure = null;
       throw failure;
     }
+    this.lastRoundAt = Date.now();
     this.pump();
     if (this.free() < MIN_CLAIM) {
       await this.room(MIN_CLAIM);
@@ -114,6 +117,14 @@ export class DeliveryWorker {
     }
     if (started > 0) this.lastWorkAt = Date.now();
     return started;
+  }
+
+  /**
+   * How long a commit's wake-up waits: at once when no round began in the last `coalesceMs`, else until
+   * then. A lone commit is sent without delay; the commits of a busy moment go in one claim per window.
+   */
+  wakeDelayMs(coalesceMs: number): number {
+    return Math.max(0, this.lastRoundAt + coalesceMs - Date.now());
   }
 
   /**
