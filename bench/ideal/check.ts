@@ -4,7 +4,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../src/db/database.ts';
 import { type Child, startNode, stop, waitFor } from '../processes.ts';
-import { CHECKOUT_BODY, makePayment } from '../service.ts';
+import { CHECKOUT_BODY, makePayment, SERVICE_ENV, SERVICE_NODE_FLAGS } from '../service.ts';
 
 /** Columns that differ between any two sessions created from the same request. */
 const FRESH = new Set(['id', 'public_id', 'token_hash', 'expires_at', 'created_at', 'updated_at']);
@@ -42,7 +42,11 @@ export async function startIdeal(
   db: Kysely<Database>,
   nodeFlags: string[] = [],
 ): Promise<IdealServer> {
-  const child = startNode([...nodeFlags, 'bench/ideal/server.ts'], env);
+  // The runtime of `npm start` (its V8 flags and malloc setting): the ideal differs in its code only.
+  const child = startNode([...SERVICE_NODE_FLAGS, ...nodeFlags, 'bench/ideal/server.ts'], {
+    ...SERVICE_ENV,
+    ...env,
+  });
   try {
     const [, url] = await waitFor(child, /listening on (http:\/\/\S+)/);
     const payment = await makePayment(kassaUrl, apiKey);

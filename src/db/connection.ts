@@ -6,7 +6,7 @@ import type { Config, DatabaseKind } from '../config.ts';
 import type { Database, Executor } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 import { OutboxSignal, outboxChannel, signallingDialect } from './outbox-signal.ts';
-import { nameHotStatements } from './prepared.ts';
+import { nameHotStatements, registerDirectPath } from './prepared.ts';
 import { ensurePrivateDatabase, ensurePrivateDir } from './private-files.ts';
 import { openSqlite } from './sqlite-driver.ts';
 
@@ -45,6 +45,11 @@ export function openDatabase(config: Config['database']): DbHandle {
   const outbox = new OutboxSignal();
   const dialect = signallingDialect(new PostgresDialect({ pool }), outbox, outboxChannel(config.schema));
   const db = new Kysely<Database>({ dialect });
+  registerDirectPath(db, async (text, name, values) => {
+    outbox.statements++;
+    const query = config.namedStatements && name !== undefined ? { name, text, values } : { text, values };
+    return (await pool.query(query)).rows;
+  });
   return { db, kind: 'postgres', outbox, close: () => db.destroy() };
 }
 

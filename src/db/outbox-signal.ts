@@ -43,7 +43,7 @@ export function outboxChannel(schema: string | null): string {
   return schema ? `kassa_events_${schema}` : 'kassa_events';
 }
 
-function writesOutbox(query: CompiledQuery): boolean {
+export function writesOutbox(query: CompiledQuery): boolean {
   const node = query.query;
   return node.kind === 'InsertQueryNode' && OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '');
 }
