@@ -22,6 +22,7 @@ import { type DbHandle, openDatabase } from '../src/db/connection.ts';
 import { autocannon, summarize } from './autocannon.ts';
 import { type IdealServer, startIdeal } from './ideal/check.ts';
 import { IDLE_SECONDS, idleCpuMsPerS } from './idle.ts';
+import { PEER_PREFIX } from './peers/run.ts';
 import {
   type Child,
   cpuSeconds,
@@ -422,7 +423,38 @@ function targets(rows: Row[], runs: ServiceRun[]): Target[] {
         value: `${deliveries.rate}/s`,
         met: deliveries.rate >= 3000,
       });
+    const peers = (prefix: string) =>
+      rows.filter(
+        (r) =>
+          r.database === run.database && r.scenario.startsWith(PEER_PREFIX) && r.scenario.includes(prefix),
+      );
+    const fastest = peers('webhook deliveries').sort((a, b) => b.rate - a.rate)[0];
+    if (deliveries && fastest)
+      found.push({
+        target: `deliveries/s ahead of the fastest peer (${fastest.scenario.split(':')[0]}, ${fastest.rate}/s)`,
+        database: run.database,
+        value: `${deliveries.rate}/s, ×${(deliveries.rate / fastest.rate).toFixed(2)}`,
+        met: deliveries.rate > fastest.rate,
+      });
+    const pgBoss = peers('webhook deliveries').find((r) => r.scenario.includes('pg-boss'));
+    if (deliveries && pgBoss)
+      found.push({
+        target: `deliveries/s ≥ 1.5 × pg-boss (${pgBoss.rate}/s)`,
+        database: run.database,
+        value: `×${(deliveries.rate / pgBoss.rate).toFixed(2)}`,
+        met: deliveries.rate >= 1.5 * pgBoss.rate,
+      });
+    const quickest = peers('webhook latency')
+      .filter((r) => r.p99Ms !== null)
+      .sort((a, b) => (a.p99Ms ?? 0) - (b.p99Ms ?? 0))[0];
     const latency = row(run.database, 'webhook latency');
+    if (latency?.p99Ms != null && quickest?.p99Ms != null)
+      found.push({
+        target: `p99 at ${WEBHOOK_RATE} events/s below the best peer's (${quickest.scenario.split(':')[0]}, ${quickest.p99Ms} ms)`,
+        database: run.database,
+        value: `${latency.p99Ms} ms`,
+        met: latency.p99Ms < quickest.p99Ms,
+      });
     if (latency?.p99Ms != null)
       found.push({
         target: `p99 ≤ 50 ms at ${WEBHOOK_RATE} events/s`,
