@@ -185,6 +185,14 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
     const access = await merchantAccess(started.url, merchant, `${receiver.url}/hooks`);
     if (access.webhookSecret) await receiver.ask({ type: 'secret', secret: access.webhookSecret }, 'ok');
     bench = openDatabase(loadConfig(database.env).database);
+    await sleep(2000);
+    run.idleRssMB = procMemoryMB(service.process.pid, 'VmRSS');
+    log(`  ${kind.padEnd(8)} idle CPU over ${IDLE_SECONDS} s …`);
+    run.idleCpuMsPerS = await idleCpuMsPerS(service);
+    // Setting up logged in once: a scrypt hash (N = 2^17, r = 8) holds 128 MiB for a moment. That
+    // spike is a login's, not the load's; each scenario's peak is measured on its own below.
+    run.setupPeakRssMB = procMemoryMB(service.process.pid, 'VmHWM');
+    // After the idle measurement: the check pays a checkout, whose settlement would wake the worker.
     log(`  ${kind.padEnd(8)} ideal server: same bytes, same row …`);
     ideal = await startIdeal(
       database.env,
@@ -194,13 +202,6 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
       PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}-ideal`] : [],
     );
     const idealPid = ideal.child.process.pid;
-    await sleep(2000);
-    run.idleRssMB = procMemoryMB(service.process.pid, 'VmRSS');
-    log(`  ${kind.padEnd(8)} idle CPU over ${IDLE_SECONDS} s …`);
-    run.idleCpuMsPerS = await idleCpuMsPerS(service);
-    // Setting up logged in once: a scrypt hash (N = 2^17, r = 8) holds 128 MiB for a moment. That
-    // spike is a login's, not the load's; each scenario's peak is measured on its own below.
-    run.setupPeakRssMB = procMemoryMB(service.process.pid, 'VmHWM');
     const context = {
       url: started.url,
       access,

@@ -54,15 +54,18 @@ export function createMetrics(app: App, database: Pick<OutboxSignal, 'statements
       this.inc(database.transactions);
     },
   });
+  // One labelled child per (method, route, status), found by a string key: prom-client would hash the
+  // label object again at every observation.
+  const children = new Map<string, client.Histogram.Internal<'method' | 'route' | 'status'>>();
   app.addHook('onResponse', (request, reply, done) => {
-    duration.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status: String(reply.statusCode),
-      },
-      reply.elapsedTime / 1000,
-    );
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      child = duration.labels({ method: request.method, route, status: String(reply.statusCode) });
+      children.set(key, child);
+    }
+    child.observe(reply.elapsedTime / 1000);
     done();
   });
   return { registry, contentType: registry.contentType, render: () => registry.metrics() };
