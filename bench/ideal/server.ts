@@ -23,6 +23,8 @@ import { allowsAny } from '../../src/modules/api-keys/scopes.ts';
 import { parseBillingAndUrls, parseSimulate } from '../../src/modules/checkout/input.ts';
 import { type CheckoutItem, checkoutTotals, type PriceMode } from '../../src/modules/checkout/pricing.ts';
 import { CreateCheckoutBody, type CreateCheckoutInput } from '../../src/modules/checkout/schemas.ts';
+import { storedItems } from '../../src/modules/checkout/service.ts';
+import { SESSION_COLUMNS } from '../../src/modules/checkout/store.ts';
 import { presentPayment } from '../../src/modules/payments/present.ts';
 import type { DepositAttemptRow, PaymentRow } from '../../src/modules/payments/table.ts';
 import { parsePrice } from '../../src/modules/products/service.ts';
@@ -103,43 +105,6 @@ const PAYMENT_SQL = `select p.public_id, p.gross, p.net, p.status, p.currency, p
   left join deposit_attempts a on a.payment_id = p.id
   where p.organization_id = $1 and p.environment = $2 and p.public_id = $3
   order by a.attempted_at desc, a.id desc`;
-const SESSION_COLUMNS = [
-  'public_id',
-  'token_hash',
-  'organization_id',
-  'environment',
-  'payment_link_id',
-  'currency',
-  'price_mode',
-  'tax_rate_bp',
-  'items',
-  'subtotal_ht',
-  'tax_amount',
-  'gross',
-  'billing_country',
-  'billing_postal_code',
-  'billing_first_name',
-  'billing_last_name',
-  'billing_email',
-  'billing_phone',
-  'success_url',
-  'failed_url',
-  'cancel_url',
-  'simulate',
-  'canceled_at',
-  'attempt_locked_until',
-  'expires_at',
-  'created_at',
-  'updated_at',
-  'metadata',
-  'client_reference_id',
-  'subscription_public_id',
-  'subscription_plan_id',
-  'provider_customer_id',
-  'signup_setup_id',
-  'completed_at',
-  'purpose',
-] as const;
 const INSERT_SQL = `insert into checkout_sessions (${SESSION_COLUMNS.join(', ')}) values (${SESSION_COLUMNS.map(
   (_, index) => `$${index + 1}`,
 ).join(', ')})`;
@@ -308,14 +273,7 @@ app.post<{ Body: CreateCheckoutInput }>(
       currency,
       price_mode: terms.price_mode,
       tax_rate_bp: Number(taxRateBp),
-      items: JSON.stringify(
-        items.map((item) => ({
-          product_id: item.productId,
-          name: item.name,
-          unit_price: Number(item.unitPrice),
-          quantity: item.quantity,
-        })),
-      ),
+      items: storedItems(items),
       subtotal_ht: Number(totals.subtotalHt),
       tax_amount: Number(totals.tax),
       gross: Number(totals.gross),

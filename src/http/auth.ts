@@ -53,10 +53,20 @@ function apiKeyFrom(request: FastifyRequest): string | null {
   return typeof header === 'string' ? header.trim() : null;
 }
 
-/** `terms`: read the organization's checkout terms with the key (the principal's `terms`). */
+export interface ApiKeyRouteAuth {
+  /** Read the organization's checkout terms with the key (the principal's `terms`). */
+  terms?: boolean;
+  /**
+   * The route reads the key's status in its own statement and refuses an inactive key
+   * (assertKeyStillActive): for a request this says will reach the handler (it passes the route's
+   * validation), a key this process authenticated before is served from its cache.
+   */
+  checksKeyItself?: (request: FastifyRequest) => boolean;
+}
+
 export type ApiKeyHandlerFactory = (
   required: readonly Scope[],
-  options?: { terms?: boolean },
+  options?: ApiKeyRouteAuth,
 ) => preHandlerAsyncHookHandler;
 
 /**
@@ -79,15 +89,23 @@ export function apiKeyAuth(ctx: AppContext, basePath: Environment): ApiKeyHandle
           'Authentication credentials were not provided. Send Authorization: Api-Key <key>.',
         );
       }
-      const principal = await authenticateApiKey(ctx, raw, basePath, required, options.terms === true);
+      const client = clientOf(request);
+      // A first use from an address is audited only once the key is known to be active: looked up.
+      const deferTo = options.checksKeyItself?.(request)
+        ? (keyId: number) => addresses.knows(keyId, client.ip)
+        : undefined;
+      let principal = await authenticateApiKey(ctx, raw, basePath, required, {
+        terms: options.terms,
+        deferTo,
+      });
+      const limit = limiter.hit(String(principal.keyId));
+      // A 429 is for an active key: one served from the cache is looked up before it is refused so.
+      if (!limit.allowed && principal.unverified !== null)
+        principal = await authenticateApiKey(ctx, raw, basePath, required, { terms: options.terms });
       request.principal = principal;
-      applyRateLimit(
-        reply,
-        limiter.hit(String(principal.keyId)),
-        'Rate limit exceeded for this API key. Slow down.',
-      );
+      applyRateLimit(reply, limit, 'Rate limit exceeded for this API key. Slow down.');
       // The first use of the key from an address is audited (a Set lookup per request otherwise).
-      await addresses.note(ctx, principal, clientOf(request));
+      await addresses.note(ctx, principal, client);
       // A replay was sent from here: returning the reply makes Fastify wait for it and skip the handler.
       if (await claimIdempotencyKey(ctx, request, reply, principal)) return reply;
     };

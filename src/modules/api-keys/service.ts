@@ -6,6 +6,7 @@ import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } fro
 import { randomBase62, sha256Hex } from '../../lib/ids.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
 import type { OrganizationTerms } from '../checkout/store.ts';
+import { cachedKey, forgetKey, rememberKey } from './cache.ts';
 import { allowsAny, parseAllowedScopes, type Scope, ScopeParseError } from './scopes.ts';
 import * as store from './store.ts';
 import type { ApiKeyRow, Environment } from './table.ts';
@@ -20,6 +21,11 @@ export interface ApiKeyPrincipal {
   scopes: string[];
   /** The organization's checkout terms, read with the key when the route asked for them (else null). */
   terms: OrganizationTerms | null;
+  /**
+   * null: the key was looked up and found active for this request. Else the key's hash: it came from
+   * this process's cache, and the route must check its status in its statement (assertKeyStillActive).
+   */
+  unverified: string | null;
 }
 
 export function presentKey(row: ApiKeyRow) {
@@ -40,18 +46,65 @@ export function generateRawKey(environment: Environment): string {
   return `${environment === 'production' ? 'kassa_live_' : 'kassa_test_'}${randomBase62(40)}`;
 }
 
+export interface AuthenticateOptions {
+  /** Read the organization's checkout terms with the key (the principal's `terms`). */
+  terms?: boolean;
+  /**
+   * The route checks the key's status in its own statement (`ApiKeyPrincipal.unverified`): a key this
+   * process authenticated before may then be served from its cache, when this says so for its id.
+   */
+  deferTo?: (keyId: number) => boolean;
+}
+
+function allowedHere(
+  key: { environment: Environment; scopes: string | null },
+  basePath: Environment,
+  required: readonly Scope[],
+): boolean {
+  return key.environment === basePath && allowsAny(key.scopes ? key.scopes.split(' ') : [], required);
+}
+
+function dueForTouch(lastUsedAt: string | null, now: Date): boolean {
+  return !lastUsedAt || now.getTime() - Date.parse(lastUsedAt) > TOUCH_INTERVAL_MS;
+}
+
 export async function authenticateApiKey(
   ctx: AppContext,
   rawKey: string,
   basePath: Environment,
   required: readonly Scope[],
-  withTerms = false,
+  options: AuthenticateOptions = {},
 ): Promise<ApiKeyPrincipal> {
   if (!/^kassa_(live|test)_[0-9A-Za-z]{40}$/.test(rawKey)) throw new UnauthorizedError('Invalid API key.');
   const hash = sha256Hex(rawKey);
+  const now = ctx.clock();
+  // From the cache only when every check passes on what cannot change; else the full lookup answers.
+  const cached = options.deferTo && !options.terms ? cachedKey(ctx, hash) : undefined;
+  if (cached && options.deferTo?.(cached.id) && allowedHere(cached, basePath, required)) {
+    if (dueForTouch(cached.last_used_at, now)) {
+      // The touch is conditional on the key being active: a key revoked meanwhile is refused here.
+      if (!(await store.touchActiveKey(ctx.db, cached.id, now.toISOString()))) {
+        forgetKey(ctx, hash);
+        throw new UnauthorizedError('Invalid API key.');
+      }
+      cached.last_used_at = now.toISOString();
+    }
+    return {
+      kind: 'api_key',
+      keyId: cached.id,
+      organizationId: cached.organization_id,
+      environment: cached.environment,
+      scopes: cached.scopes ? cached.scopes.split(' ') : [],
+      terms: null,
+      unverified: hash,
+    };
+  }
   const row: (Awaited<ReturnType<typeof store.findByHash>> & { terms?: OrganizationTerms }) | undefined =
-    withTerms ? await store.findByHashWithTerms(ctx.db, hash) : await store.findByHash(ctx.db, hash);
-  if (!row || row.status !== 'active') throw new UnauthorizedError('Invalid API key.');
+    options.terms ? await store.findByHashWithTerms(ctx.db, hash) : await store.findByHash(ctx.db, hash);
+  if (!row || row.status !== 'active') {
+    forgetKey(ctx, hash);
+    throw new UnauthorizedError('Invalid API key.');
+  }
   if (row.environment !== basePath) {
     throw new UnauthorizedError(
       row.environment === 'sandbox'
@@ -63,9 +116,20 @@ export async function authenticateApiKey(
   if (!allowsAny(scopes, required)) {
     throw new ForbiddenError(`This API key lacks the required scope: ${required.join(' or ')}.`);
   }
-  const now = ctx.clock();
-  if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) > TOUCH_INTERVAL_MS) {
-    await store.touchLastUsed(ctx.db, row.id, now.toISOString());
+  let lastUsedAt = row.last_used_at;
+  if (dueForTouch(lastUsedAt, now)) {
+    lastUsedAt = now.toISOString();
+    await store.touchLastUsed(ctx.db, row.id, lastUsedAt);
+  }
+  if (options.deferTo) {
+    const { id, organization_id, environment } = row;
+    rememberKey(ctx, hash, {
+      id,
+      organization_id,
+      environment,
+      scopes: row.scopes,
+      last_used_at: lastUsedAt,
+    });
   }
   return {
     kind: 'api_key',
@@ -74,7 +138,22 @@ export async function authenticateApiKey(
     environment: row.environment,
     scopes,
     terms: row.terms ?? null,
+    unverified: null,
   };
+}
+
+/**
+ * For a route that checks the key in its own statement: `status` is what that statement read. A key
+ * served from the cache that is no longer active is forgotten and refused, as the lookup would refuse it.
+ */
+export function assertKeyStillActive(
+  ctx: AppContext,
+  principal: ApiKeyPrincipal,
+  status: string | null,
+): void {
+  if (principal.unverified === null || status === 'active') return;
+  forgetKey(ctx, principal.unverified);
+  throw new UnauthorizedError('Invalid API key.');
 }
 
 /** Serialises key changes of one organization: a row lock on PostgreSQL, the single writer on SQLite. */

@@ -70,6 +70,23 @@ export async function findByHashWithTerms(db: Executor, keyHash: string) {
   return { ...key, terms };
 }
 
+/** The key's status (null when there is no such key). */
+export async function keyStatus(db: Executor, id: number): Promise<string | null> {
+  const row = await db.selectFrom('api_keys').select('status').where('id', '=', id).executeTakeFirst();
+  return row?.status ?? null;
+}
+
+/** Touches an active key; false when the key is not active (revoked, rotated away). */
+export async function touchActiveKey(db: Executor, id: number, now: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ last_used_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 export function touchLastUsed(db: Executor, id: number, now: string) {
   return db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', id).execute();
 }

@@ -15,6 +15,11 @@ const MAX_KEYS = 10_000;
 export class KeyAddressBook {
   private readonly seen = new Map<number, Set<string>>();
 
+  /** Whether a request of the key from this address has nothing to record (seen before, or no address). */
+  knows(keyId: number, ip: string | null | undefined): boolean {
+    return !ip || this.seen.get(keyId)?.has(ip) === true;
+  }
+
   /** True the first time this process sees the address for the key (then the caller records it). */
   private firstSight(keyId: number, ip: string): boolean {
     let addresses = this.seen.get(keyId);

@@ -49,6 +49,18 @@ export interface NewCheckoutSession {
   terms?: OrganizationTerms | null;
 }
 
+/** The session's `items` column: what was sold, at what unit price, in its own JSON. */
+export function storedItems(items: CheckoutItem[]): string {
+  return JSON.stringify(
+    items.map((item) => ({
+      product_id: item.productId,
+      name: item.name,
+      unit_price: Number(item.unitPrice),
+      quantity: item.quantity,
+    })),
+  );
+}
+
 /** Records a session and returns the interface's creation response. Validates the total's limits. */
 export async function createCheckoutSession(
   trx: Executor,
@@ -86,14 +98,7 @@ export async function createCheckoutSession(
     currency: input.currency,
     price_mode: priceMode,
     tax_rate_bp: Number(taxRateBp),
-    items: JSON.stringify(
-      input.items.map((item) => ({
-        product_id: item.productId,
-        name: item.name,
-        unit_price: Number(item.unitPrice),
-        quantity: item.quantity,
-      })),
-    ),
+    items: storedItems(input.items),
     subtotal_ht: Number(totals.subtotalHt),
     tax_amount: Number(totals.tax),
     gross: Number(totals.gross),

@@ -40,7 +40,8 @@ export function lockSession(trx: Executor, id: number): Promise<CheckoutSessionR
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
-const SESSION_COLUMNS = [
+/** Every column of a session but its id, in the order of the prepared insert. */
+export const SESSION_COLUMNS = [
   'public_id',
   'token_hash',
   'organization_id',

@@ -4,19 +4,36 @@ import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { NotFoundError } from '../../http/errors.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
+import { type ApiKeyPrincipal, assertKeyStillActive } from '../api-keys/service.ts';
+import { keyStatus } from '../api-keys/store.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { presentDashboardPayment, presentPayment } from './present.ts';
 import { reviewsOf } from './review.ts';
 import * as store from './store.ts';
 
+/**
+ * GET /transactions/{id}/ in one statement, which also reads the key's status: a key served from the
+ * process's cache is refused there if it is no longer active (api-keys/cache.ts).
+ */
 export async function getPaymentForKey(
   ctx: AppContext,
-  organizationId: number,
+  key: ApiKeyPrincipal,
   environment: Environment,
   reference: string,
 ) {
-  const found = await store.findPresentedPayment(ctx.db, organizationId, environment, reference);
-  if (!found) throw new NotFoundError('Payment not found.');
+  const found = await store.findPresentedPayment(
+    ctx.db,
+    key.keyId,
+    key.organizationId,
+    environment,
+    reference,
+  );
+  if (!found) {
+    // Nothing to show, so no status was read: a cached key is looked up before the 404.
+    if (key.unverified !== null) assertKeyStillActive(ctx, key, await keyStatus(ctx.db, key.keyId));
+    throw new NotFoundError('Payment not found.');
+  }
+  assertKeyStillActive(ctx, key, found.keyStatus);
   return presentPayment(found.payment, found.attempts, found.checkout);
 }
 

@@ -100,32 +100,55 @@ const presentedOf = (db: Executor, organizationId: number, environment: Environm
     .where('payments.environment', '=', environment)
     .orderBy('deposit_attempts.attempted_at', 'desc')
     .orderBy('deposit_attempts.id', 'desc');
+// The API key's status comes with the rows (a primary-key subquery): a key served from the process's
+// cache (api-keys/cache.ts) is checked in the same statement, so a revocation anywhere counts at once.
+const withKeyStatus = (query: ReturnType<typeof presentedOf>, keyId: number) =>
+  query.select((eb) => eb.selectFrom('api_keys').select('status').where('id', '=', keyId).as('key_status'));
 const presentedByPublicId = prepareQuery(
-  3,
-  (db, organizationId: number, environment: Environment, publicId: string) =>
-    presentedOf(db, organizationId, environment).where('payments.public_id', '=', publicId),
+  4,
+  (db, keyId: number, organizationId: number, environment: Environment, publicId: string) =>
+    withKeyStatus(presentedOf(db, organizationId, environment), keyId).where(
+      'payments.public_id',
+      '=',
+      publicId,
+    ),
 );
 const presentedByNumericId = prepareQuery(
-  3,
-  (db, organizationId: number, environment: Environment, id: number) =>
-    presentedOf(db, organizationId, environment).where('payments.id', '=', id),
+  4,
+  (db, keyId: number, organizationId: number, environment: Environment, id: number) =>
+    withKeyStatus(presentedOf(db, organizationId, environment), keyId).where('payments.id', '=', id),
 );
 
-/** What GET /transactions/{id}/ shows, read in one statement; undefined when not in the key's scope. */
+/** Whether the payment reference can name a payment at all (a public TX id or a numeric id). */
+export function isPaymentReference(reference: string): boolean {
+  return parseNumericId(reference) !== null || isPublicId('payment', reference);
+}
+
+export interface PresentedRead {
+  payment: PresentedPayment;
+  attempts: PresentedAttempt[];
+  checkout: CheckoutReference;
+  /** The status of the API key `keyId`, as of this statement. */
+  keyStatus: string | null;
+}
+
+/**
+ * What GET /transactions/{id}/ shows, read in one statement with the status of the key `keyId`;
+ * undefined when no payment of that reference is in the scope.
+ */
 export async function findPresentedPayment(
   db: Executor,
+  keyId: number,
   organizationId: number,
   environment: Environment,
   reference: string,
-): Promise<
-  { payment: PresentedPayment; attempts: PresentedAttempt[]; checkout: CheckoutReference } | undefined
-> {
+): Promise<PresentedRead | undefined> {
   const numeric = parseNumericId(reference);
   if (numeric === null && !isPublicId('payment', reference)) return undefined;
   const rows =
     numeric === null
-      ? await presentedByPublicId.all(db, organizationId, environment, reference)
-      : await presentedByNumericId.all(db, organizationId, environment, numeric);
+      ? await presentedByPublicId.all(db, keyId, organizationId, environment, reference)
+      : await presentedByNumericId.all(db, keyId, organizationId, environment, numeric);
   const first = rows[0];
   if (!first) return undefined;
   const attempts: PresentedAttempt[] = [];
@@ -151,6 +174,7 @@ export async function findPresentedPayment(
       client_reference_id: first.checkout_client_reference_id,
       subscription_public_id: first.checkout_subscription_public_id,
     },
+    keyStatus: first.key_status,
   };
 }
 
