@@ -119,7 +119,7 @@ export async function authenticateApiKey(
   let lastUsedAt = row.last_used_at;
   if (dueForTouch(lastUsedAt, now)) {
     lastUsedAt = now.toISOString();
-    await store.touchLastUsed(ctx.db, row.id, lastUsedAt);
+    await store.touchActiveKey(ctx.db, row.id, lastUsedAt);
   }
   if (options.deferTo) {
     const { id, organization_id, environment } = row;

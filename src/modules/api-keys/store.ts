@@ -76,7 +76,7 @@ export async function keyStatus(db: Executor, id: number): Promise<string | null
   return row?.status ?? null;
 }
 
-/** Touches an active key; false when the key is not active (revoked, rotated away). */
+/** Records the key's use (once a minute); false when the key is no longer active (revoked, rotated away). */
 export async function touchActiveKey(db: Executor, id: number, now: string): Promise<boolean> {
   const result = await db
     .updateTable('api_keys')
@@ -85,10 +85,6 @@ export async function touchActiveKey(db: Executor, id: number, now: string): Pro
     .where('status', '=', 'active')
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
-}
-
-export function touchLastUsed(db: Executor, id: number, now: string) {
-  return db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', id).execute();
 }
 
 export function listKeys(db: Executor, organizationId: number) {

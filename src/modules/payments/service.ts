@@ -38,7 +38,7 @@ export async function getPaymentForKey(
 }
 
 export async function getPaymentForDashboard(ctx: AppContext, organizationId: number, reference: string) {
-  const payment = await store.findPayment(ctx.db, { organizationId, environment: null }, reference);
+  const payment = await store.findPayment(ctx.db, organizationId, reference);
   if (!payment) throw new NotFoundError('Payment not found.');
   const [attempts, reviews] = await Promise.all([
     store.attemptsOf(ctx.db, payment.id),

@@ -7,12 +7,6 @@ import { isPublicId, parseNumericId } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
 import type { DepositAttemptRow, PaymentRow } from './table.ts';
 
-export interface PaymentScope {
-  organizationId: number;
-  /** null: the dashboard, which sees both environments. */
-  environment: Environment | null;
-}
-
 /** A payment row with its checkout's references (what GET /transactions/{id}/ shows of the checkout). */
 export type PaymentWithReference = PaymentRow & {
   checkout_public_id: string | null;
@@ -21,7 +15,7 @@ export type PaymentWithReference = PaymentRow & {
   checkout_subscription_public_id: string | null;
 };
 
-// The lookups behind GET /transactions/{id}/ and the dashboard's payment page, prepared (one per shape).
+// The lookups behind the dashboard's payment page, prepared (one per shape).
 // The checkout's references come in the same statement (a join on its primary key), not a second one.
 const paymentsOf = (db: Executor, organizationId: number) =>
   db
@@ -40,18 +34,6 @@ const byPublicId = prepareQuery(2, (db, organizationId: number, publicId: string
 );
 const byNumericId = prepareQuery(2, (db, organizationId: number, id: number) =>
   paymentsOf(db, organizationId).where('payments.id', '=', id),
-);
-const byPublicIdIn = prepareQuery(
-  3,
-  (db, organizationId: number, environment: Environment, publicId: string) =>
-    paymentsOf(db, organizationId)
-      .where('payments.environment', '=', environment)
-      .where('payments.public_id', '=', publicId),
-);
-const byNumericIdIn = prepareQuery(3, (db, organizationId: number, environment: Environment, id: number) =>
-  paymentsOf(db, organizationId)
-    .where('payments.environment', '=', environment)
-    .where('payments.id', '=', id),
 );
 
 /** The columns GET /transactions/{id}/ presents of a payment (presentPayment reads no others). */
@@ -119,11 +101,6 @@ const presentedByNumericId = prepareQuery(
     withKeyStatus(presentedOf(db, organizationId, environment), keyId).where('payments.id', '=', id),
 );
 
-/** Whether the payment reference can name a payment at all (a public TX id or a numeric id). */
-export function isPaymentReference(reference: string): boolean {
-  return parseNumericId(reference) !== null || isPublicId('payment', reference);
-}
-
 export interface PresentedRead {
   payment: PresentedPayment;
   attempts: PresentedAttempt[];
@@ -178,23 +155,20 @@ export async function findPresentedPayment(
   };
 }
 
-/** A payment by public TX id or numeric id, within the scope; undefined for anything else. */
+/**
+ * A payment of the organization (either environment: the dashboard's view) by public TX id or numeric
+ * id; undefined for anything else.
+ */
 export async function findPayment(
   db: Executor,
-  scope: PaymentScope,
+  organizationId: number,
   reference: string,
 ): Promise<PaymentWithReference | undefined> {
   const numeric = parseNumericId(reference);
   if (numeric === null && !isPublicId('payment', reference)) return undefined;
-  const { organizationId, environment } = scope;
-  if (environment === null) {
-    return numeric === null
-      ? byPublicId.first(db, organizationId, reference)
-      : byNumericId.first(db, organizationId, numeric);
-  }
   return numeric === null
-    ? byPublicIdIn.first(db, organizationId, environment, reference)
-    : byNumericIdIn.first(db, organizationId, environment, numeric);
+    ? byPublicId.first(db, organizationId, reference)
+    : byNumericId.first(db, organizationId, numeric);
 }
 
 /** The payment row, locked for the rest of the transaction on PostgreSQL (SQLite has one writer). */
