@@ -288,8 +288,7 @@ function setBusy(value, label) {
 }
 
 function formError(message) {
-  const alert = text('pay-error', message || '');
-  alert.hidden = !message;
+  showAlert('pay-error', message);
 }
 
 async function pay(event) {

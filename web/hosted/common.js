@@ -101,6 +101,12 @@ function showResult(kind, title, message, redirectUrl) {
   $('result-title').focus();
 }
 
+/** Shows `message` in the alert `id`, or hides the alert when there is none. */
+function showAlert(id, message) {
+  const alert = text(id, message || '');
+  alert.hidden = !message;
+}
+
 /** Marks a field invalid with its message (or valid with null); returns whether it is valid. */
 function fieldError(input, message) {
   const error = $(`${input.id}-error`);
@@ -179,10 +185,7 @@ const BILLING_FIELDS = {
  */
 function billingForm({ startPath, label, unavailable, failure }) {
   let starting = false;
-  const startError = (message) => {
-    const alert = text('start-error', message || '');
-    alert.hidden = !message;
-  };
+  const startError = (message) => showAlert('start-error', message);
   async function start(event) {
     event.preventDefault();
     if (starting) return;
