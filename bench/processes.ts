@@ -132,6 +132,28 @@ export function cpuSeconds(pid: number | undefined): number | null {
 }
 
 /**
+ * Nanoseconds of CPU the live threads of a process have run so far (the first field of each thread's
+ * /proc/<pid>/task/<tid>/schedstat): to the nanosecond where /proc/<pid>/stat counts 10 ms ticks, which
+ * an idle service's few ms per second need. A thread that exits takes its time with it: for idle only.
+ */
+export function cpuNanoseconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    let total = 0;
+    for (const thread of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${thread}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * CPU seconds used so far by the local PostgreSQL server: every process named `postgres` (the backends
  * serving the connections, and in the postmaster's children fields the backends that have exited).
  * Null when /proc cannot be read or no such process runs here.

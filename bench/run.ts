@@ -21,7 +21,7 @@ import { loadConfig } from '../src/config.ts';
 import { type DbHandle, openDatabase } from '../src/db/connection.ts';
 import { autocannon, summarize } from './autocannon.ts';
 import { type IdealServer, startIdeal } from './ideal/check.ts';
-import { IDLE_SECONDS, idleCpuMsPerS } from './idle.ts';
+import { describeIdle, IDLE_SECONDS, type IdleCpu, idleCpu } from './idle.ts';
 import { PEER_PREFIX } from './peers/run.ts';
 import {
   type Child,
@@ -84,6 +84,8 @@ interface ServiceRun {
   idleRssMB: number | null;
   /** CPU used with no traffic (mostly the worker's polling), ms per second: see bench/idle.ts. */
   idleCpuMsPerS?: number | null;
+  /** The idle measurement window by window (the figure above is their median). */
+  idleCpu?: IdleCpu | null;
   /** The highest of the scenarios' peaks: the service's peak resident memory under load. */
   peakRssMB: number | null;
   /** VmHWM after setup: includes the login's scrypt spike. */
@@ -188,7 +190,9 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
     await sleep(2000);
     run.idleRssMB = procMemoryMB(service.process.pid, 'VmRSS');
     log(`  ${kind.padEnd(8)} idle CPU over ${IDLE_SECONDS} s …`);
-    run.idleCpuMsPerS = await idleCpuMsPerS(service);
+    const idle = await idleCpu(service);
+    run.idleCpuMsPerS = idle?.msPerS ?? null;
+    run.idleCpu = idle;
     // Setting up logged in once: a scrypt hash (N = 2^17, r = 8) holds 128 MiB for a moment. That
     // spike is a login's, not the load's; each scenario's peak is measured on its own below.
     run.setupPeakRssMB = procMemoryMB(service.process.pid, 'VmHWM');
@@ -362,7 +366,7 @@ function printTable(rows: Row[], runs: ServiceRun[]): void {
     if (run.skipped) console.log(`${run.database}: skipped — ${run.skipped}`);
     else
       console.log(
-        `${run.database}: idle RSS ${format(run.idleRssMB)} MB, idle CPU ${format(run.idleCpuMsPerS ?? null, 1)} ms/s, peak RSS under load ${format(run.peakRssMB)} MB, ` +
+        `${run.database}: idle RSS ${format(run.idleRssMB)} MB, idle CPU ${describeIdle(run.idleCpu ?? null)}, peak RSS under load ${format(run.peakRssMB)} MB, ` +
           `peak during setup ${format(run.setupPeakRssMB ?? null)} MB (a login's scrypt)` +
           (run.error ? ` — FAILED: ${run.error.split('\n')[0]}` : ''),
       );

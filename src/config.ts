@@ -41,6 +41,12 @@ export interface Config {
   simRefundDelayMs: number;
   syncIntervalMs: number;
   workerEnabled: boolean;
+  /**
+   * The webhook worker's safety poll while idle. Commits wake it (in the process, by NOTIFY on
+   * PostgreSQL, by the write-ahead log's watch on SQLite), so the poll only catches a crashed worker's
+   * expired leases (already 15 s late) and retries a dead process had scheduled: 5 s is soon enough,
+   * and each poll of an idle service costs about 1 ms of CPU on PostgreSQL (docs/performance.md).
+   */
   workerPollMs: number;
   webhookRetryScheduleMs: number[];
   webhookTimeoutMs: number;
@@ -259,7 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     simRefundDelayMs: int(env, 'KASSA_SIM_REFUND_DELAY_MS', 3000),
     syncIntervalMs: int(env, 'KASSA_SYNC_INTERVAL_MS', 1000, 10),
     workerEnabled: bool(env, 'KASSA_WORKER', true),
-    workerPollMs: int(env, 'KASSA_WORKER_POLL_MS', 1000, 5),
+    workerPollMs: int(env, 'KASSA_WORKER_POLL_MS', 5000, 5),
     webhookRetryScheduleMs: schedule(env, 'KASSA_WEBHOOK_RETRY_SCHEDULE_MS', DEFAULT_RETRY_SCHEDULE_MS),
     webhookTimeoutMs: int(env, 'KASSA_WEBHOOK_TIMEOUT_MS', 10000, 1),
     idempotencyLockMs: int(env, 'KASSA_IDEMPOTENCY_LOCK_MS', 60000, 1),

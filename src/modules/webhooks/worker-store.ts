@@ -3,6 +3,7 @@
 import { type Kysely, sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Database, Executor } from '../../db/database.ts';
+import { prepareQuery } from '../../db/prepared.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { deliveryValues } from './store.ts';
 
@@ -23,14 +24,48 @@ export interface Lease {
   until: string;
 }
 
+/** The pending deliveries a claim at `now` may take, earliest due first (the partial index's order). */
+function unleasedPending(db: Executor, now: string) {
+  return db
+    .selectFrom('webhook_deliveries')
+    .where('status', '=', sql.lit('pending'))
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+    .orderBy('next_attempt_at');
+}
+
+/**
+ * The idle round's one read: is any outbox event undispatched, and when does the earliest unleased
+ * pending delivery fall due (null: none). One prepared statement (named on PostgreSQL), so that the
+ * safety poll of an idle service is one round trip, parsed and planned once per connection.
+ */
+const workProbe = prepareQuery(1, (db, now: string) =>
+  db.selectNoFrom((eb) => [
+    eb.selectFrom('events').select('id').where('dispatched_at', 'is', null).limit(1).as('event_id'),
+    unleasedPending(db, now).select('next_attempt_at').limit(1).as('next_attempt_at'),
+  ]),
+);
+
+export interface WorkProbe {
+  /** Some outbox event waits to be dispatched. */
+  events: boolean;
+  /** When the earliest unleased pending delivery falls due (null: there is none). */
+  nextDueAt: string | null;
+}
+
+export async function probeWork(db: Executor, now: string): Promise<WorkProbe> {
+  const row = await workProbe.first(db, now);
+  return { events: row?.event_id != null, nextDueAt: row?.next_attempt_at ?? null };
+}
+
 /**
  * Moves up to `limit` outbox events into deliveries leased to this worker, so they are sent at once
  * without waiting for another poll. Events of organizations without an endpoint are marked
  * dispatched with no delivery: webhooks start with the events after the endpoint is set.
  */
-export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: number, busy = false) {
-  // The idle poll costs one indexed read, not a transaction (skipped while the outbox has work).
-  if (!busy) {
+export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: number, known = false) {
+  // Unless the caller knows there is work (a busy outbox, or probeWork found some), one indexed read
+  // first, not a transaction.
+  if (!known) {
     const any = await db
       .selectFrom('events')
       .select('id')
@@ -118,18 +153,19 @@ export async function claimDueDeliveries(
   db: Executor,
   lease: Lease,
   limit: number,
+  known = false,
 ): Promise<{ claimed: ClaimedDelivery[]; nextDueAt: string | null }> {
-  const pendingQuery = () =>
-    db
-      .selectFrom('webhook_deliveries')
-      .where('status', '=', sql.lit('pending'))
-      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', lease.now)]))
-      .orderBy('next_attempt_at');
-  // The idle poll is a read (the earliest pending row); only when something is due does it write (and lock).
-  const first = await pendingQuery().select('next_attempt_at').limit(1).executeTakeFirst();
-  if (!first) return { claimed: [], nextDueAt: null };
-  if (first.next_attempt_at > lease.now) return { claimed: [], nextDueAt: first.next_attempt_at };
-  let due = pendingQuery().select('id').where('next_attempt_at', '<=', lease.now).limit(limit);
+  // Unless probeWork just found one due, a read first (the earliest pending row); only when something
+  // is due does it write (and lock).
+  if (!known) {
+    const first = await unleasedPending(db, lease.now).select('next_attempt_at').limit(1).executeTakeFirst();
+    if (!first) return { claimed: [], nextDueAt: null };
+    if (first.next_attempt_at > lease.now) return { claimed: [], nextDueAt: first.next_attempt_at };
+  }
+  let due = unleasedPending(db, lease.now)
+    .select('id')
+    .where('next_attempt_at', '<=', lease.now)
+    .limit(limit);
   if (isPostgres(db)) due = due.forUpdate().skipLocked();
   const leased = await db
     .updateTable('webhook_deliveries')

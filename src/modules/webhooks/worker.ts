@@ -10,7 +10,13 @@ import { parseRetryAfter, retryDelay } from './schedule.ts';
 import { openSecret, sign, standardWebhookHeaders } from './secret.ts';
 import { type AttemptOutcome, isSuccess, WebhookSender } from './sender.ts';
 import { isOwnTestReceiver } from './ssrf.ts';
-import { type ClaimedDelivery, claimDueDeliveries, dispatchEvents, type Lease } from './worker-store.ts';
+import {
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  dispatchEvents,
+  type Lease,
+  probeWork,
+} from './worker-store.ts';
 
 /** Sends in flight at once, per process (each holds a request, a socket and buffers: the memory cost). */
 export const MAX_IN_FLIGHT = 64;
@@ -102,7 +108,16 @@ export class DeliveryWorker {
     if (room <= 0) return 0;
     let started = 0;
     const lease = this.lease();
-    const dispatched = await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.outboxBusy);
+    // Unless the last round's claim was full (more is probably waiting), one read says what there is.
+    const probe = this.outboxBusy ? null : await probeWork(this.ctx.db, lease.now);
+    if (probe && !probe.events && (probe.nextDueAt === null || probe.nextDueAt > lease.now)) {
+      this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
+      return 0;
+    }
+    const dispatched =
+      probe && !probe.events
+        ? { events: 0, claimed: [] }
+        : await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), true);
     // A full claim means more is probably waiting: the next tick skips the idle check.
     this.outboxBusy = dispatched.events === Math.min(room, CLAIM_BATCH);
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
@@ -110,7 +125,9 @@ export class DeliveryWorker {
     room -= dispatched.claimed.length;
     if (room > 0) {
       const dueLease = this.lease();
-      const due = await claimDueDeliveries(this.ctx.db, dueLease, Math.min(room, CLAIM_BATCH));
+      // Known due when the probe saw it (at the earlier lease time); the claim re-checks in its statement.
+      const known = probe !== null && probe.nextDueAt !== null && probe.nextDueAt <= lease.now;
+      const due = await claimDueDeliveries(this.ctx.db, dueLease, Math.min(room, CLAIM_BATCH), known);
       for (const delivery of due.claimed) this.start(delivery, dueLease);
       started += due.claimed.length;
       this.nextDueAt = due.nextDueAt === null ? null : Date.parse(due.nextDueAt);
