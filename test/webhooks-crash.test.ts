@@ -10,7 +10,7 @@ import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
 import { createMerchant } from '../src/modules/organizations/service.ts';
 import { call, freePort, testEnv } from './helpers/server.ts';
-import { header, type Receiver, startReceiver, waitUntil } from './webhooks-helpers.ts';
+import { header, type Receiver, startReceiver, UUID, waitUntil } from './webhooks-helpers.ts';
 
 let env: Record<string, string>;
 let cleanup: () => Promise<void>;
@@ -19,6 +19,8 @@ let handle: DbHandle | null = null;
 let child: ChildProcess | null = null;
 let baseUrl = '';
 let childLog = '';
+/** Set by the first test: the merchant, a second connection's context, the endpoint's secret. */
+let shared: { ctx: ReturnType<typeof createContext>; organizationId: number; secret: string } | null = null;
 
 function startService(): ChildProcess {
   const started = spawn(
@@ -95,6 +97,7 @@ test('every event of a burst is delivered, signed, across a SIGKILL of the servi
   });
   assert.equal(put.status, 200);
   const secret = put.body.raw_secret;
+  shared = { ctx, organizationId: organization.id, secret };
   receiver.respond = () => ({ status: 200, delayMs: 15 });
 
   const TOTAL = 400;
@@ -162,4 +165,76 @@ test('every event of a burst is delivered, signed, across a SIGKILL of the servi
   );
   assert.ok(receivedBeforeRestart < markers.size + deliveryIds.size, 'the kill happened mid-burst');
   assert.ok(deliveryIds.size > 0);
+});
+
+test('a send the service died in is sent again once its lease lapses, under the same webhook id, and written once', {
+  timeout: 60_000,
+}, async () => {
+  assert.ok(shared, 'the first test set up the merchant');
+  const { ctx, organizationId, secret } = shared;
+  // The receiver holds the first send: the service is killed with it in flight, before any outcome.
+  receiver.respond = () => ({ status: 200, delayMs: 15_000 });
+  const eventId = await emitEvent(ctx.db, {
+    organizationId,
+    environment: 'production',
+    type: 'webhook.test',
+    subject: null,
+    payload: { message: 'lapsed' },
+    now: new Date().toISOString(),
+  });
+  const lapsed = (request: { text: string }) => request.text.includes('"lapsed"');
+  await receiver.waitFor(1, 20_000, lapsed);
+  await kill(child);
+  // Leased, not dispatched, and no delivery row yet: the row is written after the send.
+  const leased = await ctx.db
+    .selectFrom('events')
+    .select(['dispatched_at', 'locked_until'])
+    .where('id', '=', eventId)
+    .executeTakeFirstOrThrow();
+  assert.equal(leased.dispatched_at, null);
+  assert.ok(leased.locked_until !== null && Date.parse(leased.locked_until) > Date.now());
+  const rowsBefore = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('event_id', '=', eventId)
+    .execute();
+  assert.deepEqual(rowsBefore, []);
+
+  receiver.respond = () => ({ status: 200 });
+  child = startService();
+  await waitForHealth();
+  // The lease (timeout 2 s + 5 s) lapses, the restarted worker claims the event and sends it again.
+  const again = await receiver.waitFor(2, 30_000, lapsed);
+  assert.equal(again.length, 2);
+  for (const name of ['webhook-id', 'x-webhook-delivery-id'])
+    assert.equal(header(again[1], name), header(again[0], name), `${name} is the same at both sends`);
+  assert.match(header(again[1], 'webhook-id'), UUID);
+  assert.ok(await verify(secret, again[1].text, header(again[1], 'x-webhook-signature')));
+  await waitUntil(async () => {
+    const event = await ctx.db
+      .selectFrom('events')
+      .select('dispatched_at')
+      .where('id', '=', eventId)
+      .executeTakeFirstOrThrow();
+    return event.dispatched_at !== null;
+  });
+  const rows = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'delivery_id', 'status', 'attempt_count', 'delivered_at'])
+    .where('event_id', '=', eventId)
+    .execute();
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].delivery_id, header(again[1], 'x-webhook-delivery-id'));
+  assert.equal(rows[0].status, 'delivered');
+  assert.equal(rows[0].attempt_count, 1);
+  assert.ok(rows[0].delivered_at !== null);
+  const attempts = await ctx.db
+    .selectFrom('webhook_attempts')
+    .select('attempt')
+    .where('delivery_id', '=', rows[0].id)
+    .execute();
+  assert.deepEqual(
+    attempts.map((row) => row.attempt),
+    [1],
+  );
 });

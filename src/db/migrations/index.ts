@@ -15,6 +15,7 @@ import { integrate } from './011-integrate.ts';
 import { dashboard } from './012-dashboard.ts';
 import { subscriptions } from './013-subscriptions.ts';
 import { renewals } from './014-renewals.ts';
+import { webhookWriteOnce } from './015-webhook-write-once.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -32,5 +33,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '012_dashboard': dashboard(kind),
     '013_subscriptions': subscriptions(kind),
     '014_renewals': renewals(),
+    '015_webhook_write_once': webhookWriteOnce(),
   };
 }

@@ -12,6 +12,9 @@ export interface EventsTable {
   payload: string;
   created_at: string;
   dispatched_at: string | null;
+  /** The worker sending the event's first delivery, and until when (its delivery row is written after the send). */
+  locked_by: string | null;
+  locked_until: string | null;
 }
 
 export type EventRow = Selectable<EventsTable>;

@@ -1,11 +1,18 @@
 // Writes attempt outcomes in batches: the attempts log, and each delivery's new state (delivered,
-// pending with its next due time, or failed for good). Only rows this worker still leases change.
-import type { Kysely } from 'kysely';
+// pending with its next due time, or failed for good). An event's first delivery is inserted here, in
+// that state, and its event marked dispatched; a later attempt changes only a row this worker still
+// leases.
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import type { FirstDelivery } from './worker-store.ts';
 
 /** What happened to one attempt, and what the delivery becomes. */
 export interface AttemptRecord {
-  deliveryRowId: number;
+  /** The delivery's row; null for an event's first delivery, whose row this record makes. */
+  deliveryRowId: number | null;
+  deliveryId: string;
+  eventType: string;
+  first: FirstDelivery | null;
   attempt: number;
   attemptedAt: string;
   url: string;
@@ -25,11 +32,12 @@ export async function recordAttempts(
   now: string,
 ) {
   await db.transaction().execute(async (trx) => {
+    const rowIds = await insertFirstDeliveries(trx, records, now);
     await trx
       .insertInto('webhook_attempts')
       .values(
         records.map((record) => ({
-          delivery_id: record.deliveryRowId,
+          delivery_id: record.deliveryRowId ?? (rowIds.get(record.first?.eventId ?? -1) as number),
           attempt: record.attempt,
           attempted_at: record.attemptedAt,
           url: record.url,
@@ -43,7 +51,7 @@ export async function recordAttempts(
     // Successes are the bulk: one statement per (attempt number, response status) group.
     const groups = new Map<string, AttemptRecord[]>();
     for (const record of records) {
-      if (record.outcome.status !== 'delivered') continue;
+      if (record.deliveryRowId === null || record.outcome.status !== 'delivered') continue;
       const key = `${record.attempt}:${record.responseStatus}`;
       groups.set(key, [...(groups.get(key) ?? []), record]);
     }
@@ -63,13 +71,13 @@ export async function recordAttempts(
         .where(
           'id',
           'in',
-          group.map((record) => record.deliveryRowId),
+          group.map((record) => record.deliveryRowId as number),
         )
         .where('locked_by', '=', workerId)
         .execute();
     }
     for (const record of records) {
-      if (record.outcome.status === 'delivered') continue;
+      if (record.deliveryRowId === null || record.outcome.status === 'delivered') continue;
       await trx
         .updateTable('webhook_deliveries')
         .set({
@@ -87,4 +95,67 @@ export async function recordAttempts(
         .execute();
     }
   });
+}
+
+/**
+ * Inserts the first deliveries of a batch in their final state and marks their events dispatched;
+ * returns each event's delivery row id. An event whose lease lapsed mid-send may have been sent again
+ * by another worker, which wrote its row first: that row stays, and this attempt is logged on it.
+ */
+async function insertFirstDeliveries(
+  trx: Kysely<Database>,
+  records: AttemptRecord[],
+  now: string,
+): Promise<Map<number, number>> {
+  const firsts = records.filter((record) => record.first !== null);
+  const rowIds = new Map<number, number>();
+  if (firsts.length === 0) return rowIds;
+  const inserted = await trx
+    .insertInto('webhook_deliveries')
+    .values(
+      firsts.map((record) => {
+        const first = record.first as FirstDelivery;
+        const outcome = record.outcome;
+        return {
+          delivery_id: record.deliveryId,
+          organization_id: first.organizationId,
+          event_id: first.eventId,
+          event_type: record.eventType,
+          environment: first.environment,
+          subject: first.subject,
+          status: outcome.status,
+          attempt_count: record.attempt,
+          next_attempt_at: outcome.status === 'pending' ? outcome.nextAttemptAt : record.attemptedAt,
+          last_response_status: record.responseStatus,
+          last_error: outcome.status === 'delivered' ? null : record.error,
+          redelivery_of: null,
+          created_at: record.attemptedAt,
+          updated_at: now,
+          delivered_at: outcome.status === 'delivered' ? now : null,
+        };
+      }),
+    )
+    .onConflict((conflict) =>
+      conflict.column('event_id').where(sql.ref('redelivery_of'), 'is', null).doNothing(),
+    )
+    .returning(['id', 'event_id'])
+    .execute();
+  for (const row of inserted) rowIds.set(row.event_id, row.id);
+  const eventIds = firsts.map((record) => (record.first as FirstDelivery).eventId);
+  const taken = eventIds.filter((eventId) => !rowIds.has(eventId));
+  if (taken.length > 0) {
+    const existing = await trx
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'event_id'])
+      .where('event_id', 'in', taken)
+      .where('redelivery_of', 'is', null)
+      .execute();
+    for (const row of existing) rowIds.set(row.event_id, row.id);
+  }
+  await trx
+    .updateTable('events')
+    .set({ dispatched_at: now, locked_by: null, locked_until: null })
+    .where('id', 'in', eventIds)
+    .execute();
+  return rowIds;
 }

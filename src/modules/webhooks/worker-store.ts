@@ -4,24 +4,44 @@ import { type Kysely, sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Database, Executor } from '../../db/database.ts';
 import { prepareQuery } from '../../db/prepared.ts';
-import { newUuid } from '../../lib/ids.ts';
-import { deliveryValues } from './store.ts';
+import type { Environment } from '../api-keys/table.ts';
 
-/** A delivery this worker holds the lease of, with everything needed to send it. */
+/**
+ * A delivery this worker holds the lease of, with everything needed to send it. An event's first
+ * delivery has no row yet (`id` null): the lease is on the event, and the row is written after the send
+ * with its outcome (`first` has what it needs).
+ */
 export interface ClaimedDelivery {
-  id: number;
+  id: number | null;
   deliveryId: string;
   attemptCount: number;
   eventType: string;
   payload: string;
   url: string | null;
   secretEncrypted: string | null;
+  first: FirstDelivery | null;
+}
+
+/** What an event's first delivery row is made of, besides its outcome. */
+export interface FirstDelivery {
+  eventId: number;
+  organizationId: number;
+  environment: Environment;
+  subject: string | null;
 }
 
 export interface Lease {
   workerId: string;
   now: string;
   until: string;
+}
+
+/** The outbox events a claim at `now` may take: not dispatched, and not leased to a worker sending them. */
+function claimableEvents(db: Executor, now: string) {
+  return db
+    .selectFrom('events')
+    .where('dispatched_at', 'is', null)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]));
 }
 
 /** The pending deliveries a claim at `now` may take, earliest due first (the partial index's order). */
@@ -58,37 +78,35 @@ export async function probeWork(db: Executor, now: string): Promise<WorkProbe> {
 }
 
 /**
- * Moves up to `limit` outbox events into deliveries leased to this worker, so they are sent at once
- * without waiting for another poll. Events of organizations without an endpoint are marked
- * dispatched with no delivery: webhooks start with the events after the endpoint is set.
+ * Leases up to `limit` outbox events to this worker, so that their first deliveries are sent at once;
+ * the delivery rows are written after the sends, with their outcomes (recordAttempts). Events of
+ * organizations without an endpoint are marked dispatched with no delivery: webhooks start with the
+ * events after the endpoint is set. `deliveryId` names each event's first delivery, the same at every
+ * claim of the event (a lease that lapsed mid-send is sent again under the same webhook id).
  */
-export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: number, known = false) {
+export async function dispatchEvents(
+  db: Kysely<Database>,
+  lease: Lease,
+  limit: number,
+  deliveryId: (event: { id: number; created_at: string }) => string,
+  known = false,
+) {
   // Unless the caller knows there is work (a busy outbox, or probeWork found some), one indexed read
   // first, not a transaction.
   if (!known) {
-    const any = await db
-      .selectFrom('events')
-      .select('id')
-      .where('dispatched_at', 'is', null)
-      .limit(1)
-      .executeTakeFirst();
+    const any = await claimableEvents(db, lease.now).select('id').limit(1).executeTakeFirst();
     if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
   }
   return db.transaction().execute(async (trx) => {
-    // Claimed and marked dispatched in one statement (other dispatchers skip the locked rows).
-    let batch = trx
-      .selectFrom('events')
-      .select('id')
-      .where('dispatched_at', 'is', null)
-      .orderBy('id')
-      .limit(limit);
+    // Leased in one statement (other dispatchers skip the locked rows).
+    let batch = claimableEvents(trx, lease.now).select('id').orderBy('id').limit(limit);
     if (isPostgres(trx)) batch = batch.forUpdate().skipLocked();
     const events = (
       await trx
         .updateTable('events')
-        .set({ dispatched_at: lease.now })
+        .set({ locked_by: lease.workerId, locked_until: lease.until })
         .where('id', 'in', batch)
-        .returning(['id', 'organization_id', 'environment', 'type', 'subject', 'payload'])
+        .returning(['id', 'organization_id', 'environment', 'type', 'subject', 'payload', 'created_at'])
         .execute()
     ).sort((a, b) => a.id - b.id);
     if (events.length === 0) return { events: 0, claimed: [] as ClaimedDelivery[] };
@@ -103,44 +121,36 @@ export async function dispatchEvents(db: Kysely<Database>, lease: Lease, limit: 
           .execute()
       ).map((endpoint) => [endpoint.organization_id, endpoint]),
     );
-    const deliverable = events.filter((event) => endpoints.has(event.organization_id));
     const claimed: ClaimedDelivery[] = [];
-    if (deliverable.length > 0) {
-      const rows = deliverable.map((event) => ({
-        ...deliveryValues({
-          deliveryId: newUuid(),
-          organizationId: event.organization_id,
+    const undeliverable: number[] = [];
+    for (const event of events) {
+      const endpoint = endpoints.get(event.organization_id);
+      if (!endpoint) {
+        undeliverable.push(event.id);
+        continue;
+      }
+      claimed.push({
+        id: null,
+        deliveryId: deliveryId(event),
+        attemptCount: 0,
+        eventType: event.type,
+        payload: event.payload,
+        url: endpoint.endpoint_url,
+        secretEncrypted: endpoint.secret_encrypted,
+        first: {
           eventId: event.id,
-          eventType: event.type,
+          organizationId: event.organization_id,
           environment: event.environment,
           subject: event.subject,
-          redeliveryOf: null,
-          now: lease.now,
-        }),
-        locked_by: lease.workerId,
-        locked_until: lease.until,
-      }));
-      const inserted = await trx
-        .insertInto('webhook_deliveries')
-        .values(rows)
-        .returning(['id', 'delivery_id', 'event_id'])
-        .execute();
-      const byEvent = new Map(deliverable.map((event) => [event.id, event]));
-      for (const row of inserted) {
-        const event = byEvent.get(row.event_id);
-        const endpoint = event && endpoints.get(event.organization_id);
-        if (!event || !endpoint) continue;
-        claimed.push({
-          id: row.id,
-          deliveryId: row.delivery_id,
-          attemptCount: 0,
-          eventType: event.type,
-          payload: event.payload,
-          url: endpoint.endpoint_url,
-          secretEncrypted: endpoint.secret_encrypted,
-        });
-      }
+        },
+      });
     }
+    if (undeliverable.length > 0)
+      await trx
+        .updateTable('events')
+        .set({ dispatched_at: lease.now, locked_by: null, locked_until: null })
+        .where('id', 'in', undeliverable)
+        .execute();
     return { events: events.length, claimed };
   });
 }
@@ -202,6 +212,7 @@ export async function claimDueDeliveries(
       payload: row.payload,
       url: row.endpoint_url,
       secretEncrypted: row.secret_encrypted,
+      first: null,
     }),
   );
   return { claimed, nextDueAt: null };

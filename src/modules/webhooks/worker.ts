@@ -3,7 +3,9 @@
 // batches. Sends run in the background between ticks; up to MAX_WAITING claimed deliveries queue for
 // a send slot, and one whose lease would end before its send could time out is dropped from the queue
 // unsent (the lease then lapses and it is claimed again), so a queued delivery is never sent twice.
+import { createHmac, hash } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
+import { keyObject } from '../../lib/crypto.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { type AttemptRecord, recordAttempts } from './outcomes.ts';
 import { parseRetryAfter, retryDelay } from './schedule.ts';
@@ -75,12 +77,32 @@ export class DeliveryWorker {
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
+    this.deliveryIdSalt = createHmac('sha256', keyObject(ctx.config.secretKey))
+      .update('kassa webhook delivery ids')
+      .digest('hex');
     this.sender = new WebhookSender({
       guarded: !ctx.config.webhookAllowPrivate,
       exempt: (url) => isOwnTestReceiver(url, ctx.config.publicUrl),
       timeoutMs: ctx.config.webhookTimeoutMs,
     });
   }
+
+  /**
+   * The webhook id of an event's first delivery, derived from the event so that a claim that lapsed
+   * mid-send and is taken again sends the same id (receivers deduplicate by it): SHA-256 of a salt only
+   * this service's secret key makes, the event's row id and its creation time (a database restored from
+   * a backup gives no new event an id already sent), as a version-4-shaped UUID (122 bits of the hash)
+   * like every other delivery id. No one outside can tell the id from the event. One plain hash per
+   * delivery: an HMAC keyed per call costs 5 to 7 times as much (keyObject in lib/crypto.ts).
+   */
+  private readonly deliveryIdSalt: string;
+  private readonly firstDeliveryId = (event: { id: number; created_at: string }): string => {
+    const digest = hash('sha256', `${this.deliveryIdSalt}:${event.id}:${event.created_at}`, 'buffer');
+    digest[6] = (digest[6] & 0x0f) | 0x40;
+    digest[8] = (digest[8] & 0x3f) | 0x80;
+    const hex = digest.subarray(0, 16).toString('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  };
 
   private lease(): Lease {
     const now = this.ctx.clock();
@@ -117,7 +139,7 @@ export class DeliveryWorker {
     const dispatched =
       probe && !probe.events
         ? { events: 0, claimed: [] }
-        : await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), true);
+        : await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.firstDeliveryId, true);
     // A full claim means more is probably waiting: the next tick skips the idle check.
     this.outboxBusy = dispatched.events === Math.min(room, CLAIM_BATCH);
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
@@ -280,6 +302,9 @@ export class DeliveryWorker {
     }
     return {
       deliveryRowId: delivery.id,
+      deliveryId: delivery.deliveryId,
+      eventType: delivery.eventType,
+      first: delivery.first,
       attempt,
       attemptedAt: attemptedAt.toISOString(),
       url: delivery.url ?? '',
