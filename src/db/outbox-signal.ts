@@ -43,9 +43,19 @@ export function outboxChannel(schema: string | null): string {
   return schema ? `kassa_events_${schema}` : 'kassa_events';
 }
 
+/**
+ * An insert into an outbox table, unless it is an upsert: the one upsert there is the worker recording
+ * an event's first delivery after its send (webhooks/outcomes.ts), which gives no worker anything to
+ * send (its retry, if any, wakes the worker that scheduled it). Signalling it would wake every
+ * worker at every batch of outcomes.
+ */
 export function writesOutbox(query: CompiledQuery): boolean {
   const node = query.query;
-  return node.kind === 'InsertQueryNode' && OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '');
+  return (
+    node.kind === 'InsertQueryNode' &&
+    node.onConflict === undefined &&
+    OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '')
+  );
 }
 
 class SignallingConnection implements DatabaseConnection {

@@ -2,7 +2,7 @@
 // pending with its next due time, or failed for good). An event's first delivery is inserted here, in
 // that state, and its event marked dispatched; a later attempt changes only a row this worker still
 // leases.
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
 import type { FirstDelivery } from './worker-store.ts';
 
@@ -107,7 +107,11 @@ async function insertFirstDeliveries(
   records: AttemptRecord[],
   now: string,
 ): Promise<Map<number, number>> {
-  const firsts = records.filter((record) => record.first !== null);
+  // In event order, as every flush inserts them: two flushes that hold the same events (a lapsed lease
+  // sent twice) take the rows' locks in the same order, not in opposite ones.
+  const firsts = records
+    .filter((record) => record.first !== null)
+    .sort((a, b) => (a.first as FirstDelivery).eventId - (b.first as FirstDelivery).eventId);
   const rowIds = new Map<number, number>();
   if (firsts.length === 0) return rowIds;
   const inserted = await trx
@@ -135,9 +139,9 @@ async function insertFirstDeliveries(
         };
       }),
     )
-    .onConflict((conflict) =>
-      conflict.column('event_id').where(sql.ref('redelivery_of'), 'is', null).doNothing(),
-    )
+    // Any conflict, on the one automatic delivery of the event or on its webhook id (the same for both
+    // senders), means another worker wrote this event's row first.
+    .onConflict((conflict) => conflict.doNothing())
     .returning(['id', 'event_id'])
     .execute();
   for (const row of inserted) rowIds.set(row.event_id, row.id);

@@ -54,19 +54,20 @@ function unleasedPending(db: Executor, now: string) {
 }
 
 /**
- * The idle round's one read: is any outbox event undispatched, and when does the earliest unleased
+ * The idle round's one read: is any outbox event waiting for a claim (undispatched, and not leased to
+ * a worker sending it), and when does the earliest unleased
  * pending delivery fall due (null: none). One prepared statement (named on PostgreSQL), so that the
  * safety poll of an idle service is one round trip, parsed and planned once per connection.
  */
 const workProbe = prepareQuery(1, (db, now: string) =>
-  db.selectNoFrom((eb) => [
-    eb.selectFrom('events').select('id').where('dispatched_at', 'is', null).limit(1).as('event_id'),
+  db.selectNoFrom(() => [
+    claimableEvents(db, now).select('id').limit(1).as('event_id'),
     unleasedPending(db, now).select('next_attempt_at').limit(1).as('next_attempt_at'),
   ]),
 );
 
 export interface WorkProbe {
-  /** Some outbox event waits to be dispatched. */
+  /** Some outbox event waits for a claim. */
   events: boolean;
   /** When the earliest unleased pending delivery falls due (null: there is none). */
   nextDueAt: string | null;
