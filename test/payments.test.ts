@@ -290,10 +290,6 @@ describe('provider sync', () => {
     const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
     const declined = await pay(server, checkout.token, CARDS.declined);
     offsetMs += 86_401_000;
-    // A clock that jumps wakes no loop: the decline's commit woke the expiry loop 50 ms after it, which
-    // a slow response can let run before the jump (it then sleeps its 30 s safety poll). A commit after
-    // the jump is what a real clock's passing stands for here.
-    server.ctx.outbox.notify();
     await eventually(
       async () => (await paymentRow(server, declined.body.transaction_id as string)).status === 'failed',
       'the expired payment to fail',
