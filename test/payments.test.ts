@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { signSimulatorWebhook } from '../src/provider/simulator/webhook-signature.ts';
-import { CARDS, createCheckout, type Json, pay, paymentRow } from './helpers/checkout.ts';
+import {
+  CARDS,
+  createCheckout,
+  eventsOf,
+  type Json,
+  pay,
+  paymentRow,
+  syncStatus,
+} from './helpers/checkout.ts';
 import {
   call,
   createTestKey,
@@ -290,10 +298,56 @@ describe('provider sync', () => {
     const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
     const declined = await pay(server, checkout.token, CARDS.declined);
     offsetMs += 86_401_000;
+    // A clock that jumps wakes no loop: the decline's commit woke the expiry loop 50 ms after it, which a
+    // slow response can let run before the jump (it then sleeps its 30 s safety poll). A commit after the
+    // jump is what a real clock's passing stands for here.
+    server.ctx.outbox.notify();
     await eventually(
       async () => (await paymentRow(server, declined.body.transaction_id as string)).status === 'failed',
       'the expired payment to fail',
     );
+  });
+});
+
+describe('a provider cancel read by a sync', () => {
+  // Expiry stops a payment at the provider, then fails it; a sync that reads the provider's cancel in
+  // between (the sync loop, another worker, the customer's status call) must make the same move.
+  let server: TestServer;
+  let sandboxKey: string;
+  let offsetMs = 0;
+  before(async () => {
+    server = await startTestServer({ worker: false, clock: () => new Date(Date.now() + offsetMs) });
+    const merchant = await createTestMerchant(server, 'Cancel Shop');
+    sandboxKey = await createTestKey(server, merchant, { environment: 'sandbox' });
+  });
+  after(() => server.close());
+
+  async function declinedThenCanceledAtProvider(jumpMs: number) {
+    const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
+    const declined = await pay(server, checkout.token, CARDS.declined);
+    const row = await paymentRow(server, declined.body.transaction_id as string);
+    assert.equal(row.status, 'processing');
+    offsetMs += jumpMs;
+    const state = await server.ctx.providers
+      .named('simulator')
+      .cancelPayment(row.provider_payment_id as string);
+    assert.equal(state?.outcome, 'CANCELED');
+    const sync = await syncStatus(server, checkout.token);
+    assert.equal(sync.status, 200);
+    return { row: await paymentRow(server, row.public_id), orderId: checkout.order_id };
+  }
+
+  test("of an expired checkout's payment fails it, as the expiry would (one event)", async () => {
+    const { row, orderId } = await declinedThenCanceledAtProvider(86_401_000);
+    assert.equal(row.status, 'failed');
+    const statuses = (await eventsOf(server, orderId)).map((payload) => payload.status);
+    assert.deepEqual(statuses.slice(-1), ['failed']);
+    assert.ok(!statuses.includes('canceled'), statuses.join());
+  });
+
+  test('of an open checkout cancels its payment', async () => {
+    const { row } = await declinedThenCanceledAtProvider(0);
+    assert.equal(row.status, 'canceled');
   });
 });
 

@@ -133,7 +133,10 @@ export async function applyProviderState(
     await flagConflict(trx, payment, now);
   }
   const attemptsChanged = await recordAttempts(trx, payment, state.attempts, card);
-  const status = nextStatus(payment.status, state.outcome);
+  let status = nextStatus(payment.status, state.outcome);
+  if (status === 'canceled' && state.outcome === 'CANCELED' && (await checkoutExpired(trx, payment, now))) {
+    status = 'failed';
+  }
   const nowPaid = PAID_STATUSES.includes(status ?? payment.status);
   let deposit = payment.deposit_status;
   if (nowPaid && state.outcome === 'PAYMENT_SUCCESS' && deposit !== 'succeeded') {
@@ -174,6 +177,25 @@ export async function applyProviderState(
   }
   if (visible) await emitPaymentEvent(trx, updated, now);
   return { payment: updated, changed: visible };
+}
+
+/**
+ * Whether a payment taking card attempts belongs to a checkout that expired without being canceled. Kassa
+ * cancels such a payment at the provider before it fails it (sync.ts, stopAtProvider), so a sync that
+ * reads the provider's cancel in between (another loop, another worker, the customer's sync-status) must
+ * make the same move: an expired checkout's payment fails (decisions.md), it is not canceled.
+ */
+async function checkoutExpired(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
+  // A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
+  if (payment.subscription_id !== null) return false;
+  const session = await trx
+    .selectFrom('checkout_sessions')
+    .select(['expires_at', 'canceled_at'])
+    .where('id', '=', payment.checkout_session_id)
+    .executeTakeFirst();
+  return (
+    session !== undefined && session.canceled_at === null && Date.parse(session.expires_at) <= Date.parse(now)
+  );
 }
 
 /** A simple status move (customer cancel, checkout expiry) from one expected status, with its event. */
