@@ -1,6 +1,6 @@
 // The worker's queries: turn undispatched outbox events into deliveries, claim due deliveries under a
 // lease (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one writer), and record attempt outcomes.
-import { type Kysely, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Database, Executor } from '../../db/database.ts';
 import { prepareQuery } from '../../db/prepared.ts';
@@ -55,9 +55,9 @@ function unleasedPending(db: Executor, now: string) {
 
 /**
  * The idle round's one read: is any outbox event waiting for a claim (undispatched, and not leased to
- * a worker sending it), and when does the earliest unleased
- * pending delivery fall due (null: none). One prepared statement (named on PostgreSQL), so that the
- * safety poll of an idle service is one round trip, parsed and planned once per connection.
+ * a worker sending it), and when does the earliest unleased pending delivery fall due (null: none).
+ * One prepared statement (named on PostgreSQL), so that the safety poll of an idle service is one
+ * round trip, parsed and planned once per connection.
  */
 const workProbe = prepareQuery(1, (db, now: string) =>
   db.selectNoFrom(() => [
@@ -98,62 +98,68 @@ export async function dispatchEvents(
     const any = await claimableEvents(db, lease.now).select('id').limit(1).executeTakeFirst();
     if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
   }
-  return db.transaction().execute(async (trx) => {
-    // Leased in one statement (other dispatchers skip the locked rows).
-    let batch = claimableEvents(trx, lease.now).select('id').orderBy('id').limit(limit);
-    if (isPostgres(trx)) batch = batch.forUpdate().skipLocked();
-    const events = (
-      await trx
-        .updateTable('events')
-        .set({ locked_by: lease.workerId, locked_until: lease.until })
-        .where('id', 'in', batch)
-        .returning(['id', 'organization_id', 'environment', 'type', 'subject', 'payload', 'created_at'])
-        .execute()
-    ).sort((a, b) => a.id - b.id);
-    if (events.length === 0) return { events: 0, claimed: [] as ClaimedDelivery[] };
-
-    const organizations = [...new Set(events.map((event) => event.organization_id))];
-    const endpoints = new Map(
-      (
-        await trx
-          .selectFrom('webhook_endpoints')
-          .select(['organization_id', 'endpoint_url', 'secret_encrypted'])
-          .where('organization_id', 'in', organizations)
-          .execute()
-      ).map((endpoint) => [endpoint.organization_id, endpoint]),
-    );
-    const claimed: ClaimedDelivery[] = [];
-    const undeliverable: number[] = [];
-    for (const event of events) {
-      const endpoint = endpoints.get(event.organization_id);
-      if (!endpoint) {
-        undeliverable.push(event.id);
-        continue;
-      }
-      claimed.push({
-        id: null,
-        deliveryId: deliveryId(event),
-        attemptCount: 0,
-        eventType: event.type,
-        payload: event.payload,
-        url: endpoint.endpoint_url,
-        secretEncrypted: endpoint.secret_encrypted,
-        first: {
-          eventId: event.id,
-          organizationId: event.organization_id,
-          environment: event.environment,
-          subject: event.subject,
-        },
-      });
+  // Leased in one statement, with each event's endpoint read in it (other dispatchers skip the rows
+  // it locks): no transaction, one round trip. An event whose organization has no endpoint is then
+  // marked dispatched; should the process die first, its lease lapses and the next claim marks it.
+  let batch = claimableEvents(db, lease.now).select('id').orderBy('id').limit(limit);
+  if (isPostgres(db)) batch = batch.forUpdate().skipLocked();
+  const endpointColumn = <C extends 'endpoint_url' | 'secret_encrypted'>(
+    eb: ExpressionBuilder<Database, 'events'>,
+    column: C,
+  ) =>
+    eb
+      .selectFrom('webhook_endpoints as w')
+      .select(`w.${column}` as `w.${C}`)
+      .whereRef('w.organization_id', '=', 'events.organization_id')
+      .as(column);
+  const events = (
+    await db
+      .updateTable('events')
+      .set({ locked_by: lease.workerId, locked_until: lease.until })
+      .where('id', 'in', batch)
+      .returning((eb) => [
+        'id',
+        'organization_id',
+        'environment',
+        'type',
+        'subject',
+        'payload',
+        'created_at',
+        endpointColumn(eb, 'endpoint_url'),
+        endpointColumn(eb, 'secret_encrypted'),
+      ])
+      .execute()
+  ).sort((a, b) => a.id - b.id);
+  const claimed: ClaimedDelivery[] = [];
+  const undeliverable: number[] = [];
+  for (const event of events) {
+    if (event.endpoint_url === null || event.secret_encrypted === null) {
+      undeliverable.push(event.id);
+      continue;
     }
-    if (undeliverable.length > 0)
-      await trx
-        .updateTable('events')
-        .set({ dispatched_at: lease.now, locked_by: null, locked_until: null })
-        .where('id', 'in', undeliverable)
-        .execute();
-    return { events: events.length, claimed };
-  });
+    claimed.push({
+      id: null,
+      deliveryId: deliveryId(event),
+      attemptCount: 0,
+      eventType: event.type,
+      payload: event.payload,
+      url: event.endpoint_url,
+      secretEncrypted: event.secret_encrypted,
+      first: {
+        eventId: event.id,
+        organizationId: event.organization_id,
+        environment: event.environment,
+        subject: event.subject,
+      },
+    });
+  }
+  if (undeliverable.length > 0)
+    await db
+      .updateTable('events')
+      .set({ dispatched_at: lease.now, locked_by: null, locked_until: null })
+      .where('id', 'in', undeliverable)
+      .execute();
+  return { events: events.length, claimed };
 }
 
 /**
