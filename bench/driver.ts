@@ -82,6 +82,13 @@ export function percentile(sorted: number[], q: number): number | null {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 10) / 10;
 }
 
+/** The median of sorted figures (the mean of the two middle ones for an even count), unrounded. */
+export function median(sorted: number[]): number | null {
+  if (sorted.length === 0) return null;
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
 class Tally {
   completed = 0;
   failed = 0;

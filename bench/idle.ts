@@ -12,6 +12,7 @@
 // start (`--trace-gc` shows a mark-compact of 40–50 ms on the main thread and as much on the helper
 // threads), and the provider loops' 30 s safety polls run together. Either lands in one window and can
 // take a 20 s mean from 1 to 8 ms/s; what a service costs every second, idle, is the median window.
+import { median } from './driver.ts';
 import { type Child, cpuNanoseconds, sleep, stop } from './processes.ts';
 import {
   createBenchDatabase,
@@ -49,10 +50,9 @@ export async function idleCpu(service: Child, seconds = IDLE_SECONDS): Promise<I
     previous = now;
   }
   const sorted = [...windows].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  const median = sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  const typical = median(sorted) ?? 0;
   const mean = windows.reduce((sum, value) => sum + value, 0) / windows.length;
-  return { msPerS: round1(median), meanMsPerS: round1(mean), windows: windows.map(round1) };
+  return { msPerS: round1(typical), meanMsPerS: round1(mean), windows: windows.map(round1) };
 }
 
 export const describeIdle = (idle: IdleCpu | null) =>

@@ -36,12 +36,12 @@ export interface Lease {
   until: string;
 }
 
+/** A row (event or pending delivery) no worker holds at `now`: never leased, or its lease lapsed. */
+const leaseLapsed = (now: string) => sql<boolean>`(locked_until is null or locked_until <= ${now})`;
+
 /** The outbox events a claim at `now` may take: not dispatched, and not leased to a worker sending them. */
 function claimableEvents(db: Executor, now: string) {
-  return db
-    .selectFrom('events')
-    .where('dispatched_at', 'is', null)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]));
+  return db.selectFrom('events').where('dispatched_at', 'is', null).where(leaseLapsed(now));
 }
 
 /** The pending deliveries a claim at `now` may take, earliest due first (the partial index's order). */
@@ -49,7 +49,7 @@ function unleasedPending(db: Executor, now: string) {
   return db
     .selectFrom('webhook_deliveries')
     .where('status', '=', sql.lit('pending'))
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<=', now)]))
+    .where(leaseLapsed(now))
     .orderBy('next_attempt_at');
 }
 
