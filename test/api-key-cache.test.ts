@@ -1,11 +1,12 @@
-// The API-key cache of GET /transactions/{id}/ (src/modules/api-keys/cache.ts) keeps revocation
-// immediate across processes. Process A is the test's own service; process B is a `kassa serve` child on
-// the same database. B serves a key it knows from its cache (one statement per request, counted by its
-// /metrics), and the first request to B after A revoked or rotated the key is refused.
+// The API-key cache of GET /transactions/{id}/ and POST /checkout/create/ (src/modules/api-keys/cache.ts)
+// keeps revocation immediate across processes. Process A is the test's own service; process B is a
+// `kassa serve` child on the same database. B serves a key it knows from its cache (one statement per
+// request, counted by its /metrics), and the first request to B after A revoked or rotated the key, or
+// changed the organization's terms, is refused or answered on the new terms.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Child, startNode, stop, waitFor } from '../bench/processes.ts';
-import { createCheckout, pay } from './helpers/checkout.ts';
+import { billing, createCheckout, type Json, pay } from './helpers/checkout.ts';
 import {
   call,
   createTestKey,
@@ -111,6 +112,111 @@ describe('the API-key cache across processes', () => {
     assert.deepEqual(refused.response.body, { detail: 'Invalid API key.' });
     const fresh = await getOnB(rotated.body.raw_key, missing);
     assert.equal(fresh.response.status, 404, fresh.response.text);
+  });
+
+  /** A checkout created on B, with the statements it took. */
+  async function createOnB(apiKey: string, body: Json = {}, headers: Record<string, string> = {}) {
+    const before = await statementsOfB();
+    const response = await call<Json>(b, 'POST', '/api/checkout/create/', {
+      apiKey,
+      headers,
+      body: { products: [{ name: 'Widget', unit_price: '10.00', quantity: 1 }], ...billing(), ...body },
+    });
+    return { response, statements: (await statementsOfB()) - before };
+  }
+
+  async function sessionsOf(merchant: Merchant) {
+    return a.ctx.db
+      .selectFrom('checkout_sessions')
+      .select(['public_id', 'price_mode'])
+      .where('organization_id', '=', merchant.organizationId)
+      .execute();
+  }
+
+  test('checkout: a cached key creates in one statement; a revocation on A is refused by the next create on B', async () => {
+    const merchant = await createTestMerchant(a, 'Create Shop');
+    const apiKey = await createTestKey(a, merchant);
+    const first = await createOnB(apiKey);
+    assert.equal(first.response.status, 201, first.response.text);
+    assert.ok(first.statements >= 2, `the first create looks the key up (${first.statements} statements)`);
+    const cached = await createOnB(apiKey, { client_reference_id: 'order-2' });
+    assert.equal(cached.response.status, 201, cached.response.text);
+    assert.equal(cached.statements, 1, 'a cached key: the key, the terms and the insert in one statement');
+    const detail = await call<Json>(a, 'GET', `/api/checkout/${cached.response.body.token}/`);
+    assert.equal(detail.status, 200, detail.text);
+    assert.equal(detail.body.total, '10.00');
+    assert.equal((await sessionsOf(merchant)).length, 2);
+
+    const revoked = await call(
+      a,
+      'POST',
+      `/api/organization/api-keys/${await keyId(merchant, apiKey)}/revoke/`,
+      {
+        token: merchant.token,
+      },
+    );
+    assert.equal(revoked.status, 200, revoked.text);
+    const refused = await createOnB(apiKey);
+    assert.equal(refused.response.status, 401, refused.response.text);
+    assert.deepEqual(refused.response.body, { detail: 'Invalid API key.' });
+    assert.equal((await sessionsOf(merchant)).length, 2, 'nothing was written for the revoked key');
+    // A revoked key gets its 401 even for a body that would be refused, or one refused by the handler.
+    const badBody = await createOnB(apiKey, { currency: 'GBP' });
+    assert.equal(badBody.response.status, 401, badBody.response.text);
+  });
+
+  test('checkout: terms changed on A (price mode, limits, the organization suspended) are applied by B at once', async () => {
+    const merchant = await createTestMerchant(a, 'Terms Shop');
+    const apiKey = await createTestKey(a, merchant);
+    for (let n = 0; n < 2; n++) assert.equal((await createOnB(apiKey)).response.status, 201);
+    assert.ok((await sessionsOf(merchant)).every((row) => row.price_mode === 'TTC'));
+
+    const patched = await call(a, 'PATCH', '/api/organization/', {
+      token: merchant.token,
+      body: { price_mode: 'HT' },
+    });
+    assert.equal(patched.status, 200, patched.text);
+    const after = await createOnB(apiKey);
+    assert.equal(after.response.status, 201, after.response.text);
+    const made = (await sessionsOf(merchant)).find(
+      (row) => row.public_id === after.response.body.checkout_id,
+    );
+    assert.equal(made?.price_mode, 'HT', 'the session was made on the new terms, not the cached ones');
+    assert.equal((await createOnB(apiKey)).statements, 1, 'the new terms are cached in turn');
+
+    // A cached key whose request the handler refuses: the same 400 as on a lookup.
+    const tooSmall = await createOnB(apiKey, {
+      products: [{ name: 'Pin', unit_price: '0.01', quantity: 1 }],
+    });
+    assert.equal(tooSmall.response.status, 400, tooSmall.response.text);
+    assert.match(
+      String(tooSmall.response.body.detail),
+      /^products: the total 0\.01 USD is below the minimum/,
+    );
+
+    await a.ctx.db
+      .updateTable('organizations')
+      .set({ status: 'suspended' })
+      .where('id', '=', merchant.organizationId)
+      .execute();
+    const count = (await sessionsOf(merchant)).length;
+    const suspended = await createOnB(apiKey);
+    assert.equal(suspended.response.status, 403, suspended.response.text);
+    assert.deepEqual(suspended.response.body, { detail: 'This organization is not active.' });
+    assert.equal((await sessionsOf(merchant)).length, count, 'nothing was written');
+  });
+
+  test('checkout: an Idempotency-Key request looks the key up and replays as before', async () => {
+    const merchant = await createTestMerchant(a, 'Replay Shop');
+    const apiKey = await createTestKey(a, merchant);
+    for (let n = 0; n < 2; n++) assert.equal((await createOnB(apiKey)).response.status, 201);
+    const headers = { 'idempotency-key': 'order-42' };
+    const first = await createOnB(apiKey, {}, headers);
+    assert.equal(first.response.status, 201, first.response.text);
+    assert.ok(first.statements > 1, 'the claim and the lookup are statements of their own');
+    const replay = await createOnB(apiKey, {}, headers);
+    assert.equal(replay.response.status, 201, replay.response.text);
+    assert.equal(replay.response.body.checkout_id, first.response.body.checkout_id);
   });
 
   test('the cache keeps every check: the base path, the scope', async () => {

@@ -33,7 +33,7 @@ export interface Created {
 }
 
 export async function createCheckout(
-  server: TestServer,
+  server: { url: string },
   apiKey: string,
   body: Json = {},
   base: '/api' | '/sandbox/api' = '/api',

@@ -3,8 +3,10 @@
 // whose own statement checks the key's status may use an entry (`deferTo` in service.ts): such a route
 // reads the status with its data, in one statement, and refuses the request if the key is no longer
 // active, so a revocation or rotation made by any process is refused at once here too. Every other route
-// looks the key up as before. No raw key is kept.
+// looks the key up as before. No raw key is kept. An entry made by checkout creation's lookup also keeps
+// the organization's checkout terms it read; checkout's insert is conditional on them being unchanged.
 import type { AppContext } from '../../context.ts';
+import type { OrganizationTerms } from '../checkout/store.ts';
 import type { Environment } from './table.ts';
 
 export interface CachedKey {
@@ -13,6 +15,8 @@ export interface CachedKey {
   environment: Environment;
   scopes: string | null;
   last_used_at: string | null;
+  /** The organization's checkout terms, when the lookup that made this entry read them (else null). */
+  terms: OrganizationTerms | null;
 }
 
 /** Beyond this many keys the process forgets them all and starts again (memory stays bounded). */

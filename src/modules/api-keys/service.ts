@@ -42,6 +42,16 @@ export function presentKey(row: ApiKeyRow) {
   };
 }
 
+/**
+ * Thrown by a route's statement that found the key it was served from the cache, or the terms it was
+ * served with, no longer holding; nothing was written. The route looks the key up (lookUpCachedKey).
+ */
+export class CachedKeyNotConfirmed extends Error {
+  constructor() {
+    super('The cached API key or its terms changed.');
+  }
+}
+
 export function generateRawKey(environment: Environment): string {
   return `${environment === 'production' ? 'kassa_live_' : 'kassa_test_'}${randomBase62(40)}`;
 }
@@ -76,11 +86,46 @@ export async function authenticateApiKey(
   options: AuthenticateOptions = {},
 ): Promise<ApiKeyPrincipal> {
   if (!/^kassa_(live|test)_[0-9A-Za-z]{40}$/.test(rawKey)) throw new UnauthorizedError('Invalid API key.');
-  const hash = sha256Hex(rawKey);
+  return authenticateHash(ctx, sha256Hex(rawKey), basePath, required, options);
+}
+
+/**
+ * A principal served from the cache whose route could not confirm it in its own statement (the key or
+ * the terms it was served with changed, or the request was refused before that statement ran): the key
+ * is forgotten and looked up, and the route answers from what the lookup read.
+ */
+export function lookUpCachedKey(
+  ctx: AppContext,
+  principal: ApiKeyPrincipal,
+  required: readonly Scope[],
+  options: Pick<AuthenticateOptions, 'terms'> = {},
+): Promise<ApiKeyPrincipal> {
+  if (principal.unverified === null) return Promise.resolve(principal);
+  forgetKey(ctx, principal.unverified);
+  // Never served from the cache, but remembered again with what the lookup read (the new terms).
+  return authenticateHash(ctx, principal.unverified, principal.environment, required, {
+    ...options,
+    deferTo: () => false,
+  });
+}
+
+async function authenticateHash(
+  ctx: AppContext,
+  hash: string,
+  basePath: Environment,
+  required: readonly Scope[],
+  options: AuthenticateOptions,
+): Promise<ApiKeyPrincipal> {
   const now = ctx.clock();
   // From the cache only when every check passes on what cannot change; else the full lookup answers.
-  const cached = options.deferTo && !options.terms ? cachedKey(ctx, hash) : undefined;
-  if (cached && options.deferTo?.(cached.id) && allowedHere(cached, basePath, required)) {
+  // A route that needs the terms is served only by an entry that holds them.
+  const cached = options.deferTo ? cachedKey(ctx, hash) : undefined;
+  if (
+    cached &&
+    (!options.terms || cached.terms !== null) &&
+    options.deferTo?.(cached.id) &&
+    allowedHere(cached, basePath, required)
+  ) {
     if (dueForTouch(cached.last_used_at, now)) {
       // The touch is conditional on the key being active: a key revoked meanwhile is refused here.
       if (!(await store.touchActiveKey(ctx.db, cached.id, now.toISOString()))) {
@@ -95,7 +140,7 @@ export async function authenticateApiKey(
       organizationId: cached.organization_id,
       environment: cached.environment,
       scopes: cached.scopes ? cached.scopes.split(' ') : [],
-      terms: null,
+      terms: options.terms ? cached.terms : null,
       unverified: hash,
     };
   }
@@ -129,6 +174,7 @@ export async function authenticateApiKey(
       environment,
       scopes: row.scopes,
       last_used_at: lastUsedAt,
+      terms: row.terms ?? null,
     });
   }
   return {

@@ -7,6 +7,7 @@ import { apiKeyOf } from '../../http/auth.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
+import { lookUpCachedKey } from '../api-keys/service.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
 import { assertAddressMayPay, countDecline } from './card-testing.ts';
 import { cancelCheckout, syncCheckoutById, syncCheckoutByToken } from './finish.ts';
@@ -32,11 +33,24 @@ function namesCheckoutId(body: unknown): boolean {
   return typeof body === 'object' && body !== null && 'checkout_id' in body && !('token' in body);
 }
 
+const CREATE_SCOPES = ['checkout:create'] as const;
+
+/** Whether a checkout creation will reach the insert that checks a cached key (see the route). */
+function reachesTheInsert(request: FastifyRequest): boolean {
+  if (request.headers['idempotency-key'] !== undefined) return false;
+  const validate = request.getValidationFunction('body');
+  return validate !== undefined && validate(request.body) === true;
+}
+
 export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey }: ApiKeyRouteOptions) {
   app.post(
     '/checkout/create/',
     {
-      preValidation: requireKey(['checkout:create'], { terms: true }),
+      // The insert checks the key and the organization's terms itself (insertSessionIfKeyHolds), so a
+      // key this process knows may be served from its cache, with the terms it holds, for a request that
+      // will reach that insert: no Idempotency-Key to claim (a write before the handler), and a body the
+      // route's schema accepts (else the 400 would be answered before any statement read the key).
+      preValidation: requireKey(CREATE_SCOPES, { terms: true, checksKeyItself: reachesTheInsert }),
       schema: {
         operationId: 'createCheckoutSession',
         summary: 'Create a hosted checkout session',
@@ -53,7 +67,17 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         request.idempotencyClaim === null
           ? null
           : (trx: Executor, body: CheckoutCreatedBody) => recordIdempotentResponseIn(trx, request, 201, body);
-      const created = await createCheckout(ctx, key, environment, request.body, afterCreate);
+      let created: CheckoutCreatedBody;
+      try {
+        created = await createCheckout(ctx, key, environment, request.body, afterCreate);
+      } catch (error) {
+        if (key.unverified === null) throw error;
+        // Served from the cache and not confirmed (the insert found the key or the terms changed, or the
+        // request was refused before it; nothing was written): looked up, and answered from that.
+        const looked = await lookUpCachedKey(ctx, key, CREATE_SCOPES, { terms: true });
+        request.principal = looked;
+        created = await createCheckout(ctx, looked, environment, request.body, afterCreate);
+      }
       return reply.code(201).send(created);
     },
   );

@@ -6,7 +6,7 @@ import { ForbiddenError, ValidationError } from '../../http/errors.ts';
 import { newPublicId, newToken, sha256Hex } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { SimulateValue } from '../../provider/simulator/script.ts';
-import type { ApiKeyPrincipal } from '../api-keys/service.ts';
+import { type ApiKeyPrincipal, CachedKeyNotConfirmed } from '../api-keys/service.ts';
 import type { Environment } from '../api-keys/table.ts';
 import {
   type BillingDetails,
@@ -47,6 +47,11 @@ export interface NewCheckoutSession {
   providerCustomerId?: string | null;
   /** The organization's terms when already read (with the API key); else read here. */
   terms?: OrganizationTerms | null;
+  /**
+   * The API key's id when it and `terms` came from this process's cache: the insert then writes the row
+   * only if they still hold, and throws CachedKeyNotConfirmed when they do not (nothing is written).
+   */
+  cachedKeyId?: number | null;
 }
 
 /** The session's `items` column: what was sold, at what unit price, in its own JSON. */
@@ -89,7 +94,7 @@ export async function createCheckoutSession(
   const now = ctx.clock();
   const expiresAt = new Date(now.getTime() + (input.ttlS ?? ctx.config.checkoutTtlS) * 1000);
   const publicId = newPublicId('checkout');
-  await store.insertSession(trx, {
+  const row = {
     public_id: publicId,
     token_hash: sha256Hex(token),
     organization_id: input.organizationId,
@@ -125,7 +130,11 @@ export async function createCheckoutSession(
     signup_setup_id: null,
     completed_at: null,
     purpose: input.purpose ?? null,
-  });
+  };
+  if (input.cachedKeyId != null && input.terms) {
+    const id = await store.insertSessionIfKeyHolds(trx, row, input.cachedKeyId, input.terms);
+    if (id === null) throw new CachedKeyNotConfirmed();
+  } else await store.insertSession(trx, row);
   return {
     checkout_id: publicId,
     order_id: publicId,
@@ -142,7 +151,7 @@ export async function createCheckoutSession(
  */
 export async function createCheckout(
   ctx: AppContext,
-  key: Pick<ApiKeyPrincipal, 'organizationId' | 'terms'>,
+  key: Pick<ApiKeyPrincipal, 'keyId' | 'organizationId' | 'terms' | 'unverified'>,
   environment: Environment,
   body: CreateCheckoutInput,
   afterCreate: ((trx: Executor, created: CheckoutCreatedBody) => Promise<void>) | null = null,
@@ -165,6 +174,7 @@ export async function createCheckout(
       metadata: body.metadata,
       clientReferenceId: body.client_reference_id?.trim() || null,
       terms: key.terms,
+      cachedKeyId: key.unverified === null ? null : key.keyId,
     });
     await afterCreate?.(db, created);
     return created;

@@ -1,5 +1,6 @@
 // Checkout session queries. Sessions are found by the SHA-256 of their token (the hosted step) or by
 // public id within an organization and environment (API keys).
+import { sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { prepareInsert, prepareQuery } from '../../db/prepared.ts';
@@ -104,6 +105,59 @@ export async function updateSession(
   >,
 ): Promise<void> {
   await db.updateTable('checkout_sessions').set(changes).where('id', '=', id).execute();
+}
+
+/**
+ * The same insert for a request whose API key came from this process's cache (api-keys/cache.ts), with
+ * the organization's terms the cache holds: the row is written only if, in this same statement, the key
+ * is still active and the organization still active with those very terms. No row: the caller looks the
+ * key up and starts again (a revocation, rotation or change of terms in any process is seen at once).
+ */
+const sessionInsertIfKeyHolds = prepareQuery(SESSION_COLUMNS.length + 5, (db, ...args: unknown[]) => {
+  const values = args.slice(0, SESSION_COLUMNS.length);
+  const [keyId, priceMode, taxRateBp, minPayment, maxPayment] = args.slice(SESSION_COLUMNS.length);
+  return db
+    .insertInto('checkout_sessions')
+    .columns(SESSION_COLUMNS)
+    .expression(
+      db
+        .selectNoFrom((eb) => SESSION_COLUMNS.map((column, index) => eb.val(values[index]).as(column)))
+        .where((eb) =>
+          eb.exists(
+            eb
+              .selectFrom('api_keys')
+              .innerJoin('organizations', 'organizations.id', 'api_keys.organization_id')
+              .select(sql.lit(1).as('holds'))
+              .where('api_keys.id', '=', keyId as number)
+              .where('api_keys.status', '=', 'active')
+              .where('organizations.status', '=', 'active')
+              .where('organizations.price_mode', '=', priceMode as 'HT' | 'TTC')
+              .where('organizations.tax_rate_bp', '=', taxRateBp as number)
+              .where('organizations.min_payment', '=', minPayment as number)
+              .where('organizations.max_payment', '=', maxPayment as number),
+          ),
+        ),
+    )
+    .returning('id');
+});
+
+/** Records a session if the cached key and terms still hold (see above); its id, or null when not. */
+export async function insertSessionIfKeyHolds(
+  db: Executor,
+  values: Omit<CheckoutSessionsTable, 'id'>,
+  keyId: number,
+  terms: OrganizationTerms,
+): Promise<number | null> {
+  const row = await sessionInsertIfKeyHolds.first(
+    db,
+    ...SESSION_COLUMNS.map((column) => values[column]),
+    keyId,
+    terms.price_mode,
+    terms.tax_rate_bp,
+    terms.min_payment,
+    terms.max_payment,
+  );
+  return row ? Number(row.id) : null;
 }
 
 const terms = prepareQuery(1, (db, organizationId: number) =>
