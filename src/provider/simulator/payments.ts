@@ -3,6 +3,7 @@
 // the same write replays its answer. A 3-D Secure card leaves the attempt waiting on a challenge
 // (challenges.ts). Reads settle a pending deposit after KASSA_SIM_SETTLE_DELAY_MS and resolve
 // CHECKOUT_PENDING on the third read.
+import type { Insertable } from 'kysely';
 import { randomBase62 } from '../../lib/ids.ts';
 import { cardBrand } from '../cards.ts';
 import {
@@ -36,6 +37,7 @@ import {
   type SimPayment,
   SimulatedTimeoutError,
 } from './store.ts';
+import type { SimPaymentsTable } from './table.ts';
 
 /** What the simulator keeps of a card it may save: never the number. */
 export interface CardFacts {
@@ -67,34 +69,39 @@ interface AttemptRequest {
   /** The card of an on-session attempt, to save it; null off-session (the card is already saved). */
   facts: CardFacts | null;
   paymentMethodId: string | null;
-  answer: (row: SimPayment) => Promise<AttemptAnswer> | AttemptAnswer;
+  /** The attempt's answer; `simulate` is the payment's scripted outcome (sandbox), if any. */
+  answer: (simulate: string | null) => Promise<AttemptAnswer> | AttemptAnswer;
+}
+
+/** A new simulated payment for a reference, taking attempts. */
+function newPayment(request: Omit<AttemptRequest, 'answer'>, nowIso: string): Insertable<SimPaymentsTable> {
+  const { input } = request;
+  return {
+    provider_payment_id: `simpay_${randomBase62(24)}`,
+    reference: request.reference,
+    environment: input.environment,
+    amount: Number(input.amountMinor),
+    refund_basis: Number(input.refundBasisMinor ?? input.amountMinor),
+    currency: input.currency,
+    simulate: input.environment === 'sandbox' ? request.simulate : null,
+    outcome: 'PROCESSING',
+    deposit_status: null,
+    deposit_settles_at: null,
+    attempts: '[]',
+    customer_id: request.customerId,
+    payment_method_id: null,
+    save_card_for: request.saveCardFor,
+    next_action: null,
+    created_at: nowIso,
+    updated_at: nowIso,
+  };
 }
 
 /** Creates the simulated payment for a reference once; later calls find the same one. */
 async function ensurePayment(sim: SimContext, trx: SimDb, request: Omit<AttemptRequest, 'answer'>) {
-  const nowIso = sim.clock().toISOString();
-  const { input } = request;
   await trx
     .insertInto('sim_payments')
-    .values({
-      provider_payment_id: `simpay_${randomBase62(24)}`,
-      reference: request.reference,
-      environment: input.environment,
-      amount: Number(input.amountMinor),
-      refund_basis: Number(input.refundBasisMinor ?? input.amountMinor),
-      currency: input.currency,
-      simulate: input.environment === 'sandbox' ? request.simulate : null,
-      outcome: 'PROCESSING',
-      deposit_status: null,
-      deposit_settles_at: null,
-      attempts: '[]',
-      customer_id: request.customerId,
-      payment_method_id: null,
-      save_card_for: request.saveCardFor,
-      next_action: null,
-      created_at: nowIso,
-      updated_at: nowIso,
-    })
+    .values(newPayment(request, sim.clock().toISOString()))
     .onConflict((conflict) => conflict.column('reference').doNothing())
     .execute();
   const row = await lockSimPayment(sim, trx, 'reference', request.reference);
@@ -131,62 +138,117 @@ async function saveCard(sim: SimContext, trx: SimDb, customerId: string, facts: 
 }
 
 /** One attempt on the payment of a reference, recorded in one transaction; the same key replays. */
+/** The attempt as the simulator records it on its payment. */
+function recordedAttempt(
+  request: AttemptRequest,
+  answer: AttemptAnswer,
+  providerPaymentId: string,
+  nowIso: string,
+): ProviderAttempt {
+  return {
+    attemptId: `simatt_${randomBase62(20)}`,
+    status: answer.attemptStatus,
+    paymentId: providerPaymentId,
+    attemptedAt: nowIso,
+    errorMessage: answer.errorMessage,
+    paymentMethod: 'card',
+    idempotencyKey: request.idempotencyKey,
+    declineCode: answer.declineCode,
+  };
+}
+
+/** What an answer sets on the payment (its outcome, its deposit, its attempts with the new one). */
+function answeredColumns(sim: SimContext, answer: AttemptAnswer, attempts: ProviderAttempt[], now: Date) {
+  const settlesAt = new Date(now.getTime() + sim.settleDelayMs).toISOString();
+  return {
+    outcome: answer.outcome,
+    deposit_status: answer.depositStatus,
+    deposit_settles_at: answer.depositStatus === 'pending' ? settlesAt : null,
+    attempts: JSON.stringify(attempts),
+    updated_at: now.toISOString(),
+  };
+}
+
+function keepsCard(answer: AttemptAnswer): boolean {
+  return answer.attemptStatus === 'succeeded' || answer.attemptStatus === 'requires_action';
+}
+
+/**
+ * The first attempt on a reference the simulator has not seen, when it leaves nothing else to record
+ * (no 3-D Secure challenge, no card to save): the payment is written once, already answered, in one
+ * statement. Null when the reference exists (a replay, or another attempt after a decline) or the answer
+ * needs more: the transaction in `attempt` answers then.
+ */
+async function firstAttemptAtOnce(
+  sim: SimContext,
+  request: AttemptRequest,
+  now: Date,
+): Promise<PaymentWrite | null> {
+  if (request.providerPaymentId !== null) return null;
+  const nowIso = now.toISOString();
+  const fresh = newPayment(request, nowIso);
+  const answer = await request.answer(fresh.simulate ?? null);
+  if (
+    answer.attemptStatus === 'requires_action' ||
+    (request.facts && request.saveCardFor && keepsCard(answer))
+  )
+    return null;
+  const recorded = recordedAttempt(request, answer, fresh.provider_payment_id, nowIso);
+  const row = await sim.db
+    .insertInto('sim_payments')
+    .values({
+      ...fresh,
+      ...answeredColumns(sim, answer, [recorded], now),
+      payment_method_id: request.paymentMethodId,
+    })
+    .onConflict((conflict) => conflict.column('reference').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) return null;
+  return { outcome: outcomeOfAttempt(recorded, null), payment: await paymentState(sim.db, row) };
+}
+
+/** One attempt on the payment of a reference, recorded in one transaction; the same key replays. */
 async function attempt(sim: SimContext, request: AttemptRequest): Promise<PaymentWrite> {
   const now = sim.clock();
-  const nowIso = now.toISOString();
-  const write = await sim.db.transaction().execute(async (trx) => {
-    let row = await ensurePayment(sim, trx, request);
-    const replayed = attemptsOf(row).find((known) => known.idempotencyKey === request.idempotencyKey);
-    if (replayed) {
-      return {
-        outcome: outcomeOfAttempt(replayed, nextActionOf(row)),
-        payment: await paymentState(trx, row),
-      };
-    }
-    // A payment that is decided (or waiting on the bank) takes no further attempts.
-    if (row.outcome !== 'PROCESSING')
-      return { outcome: NOT_TAKING_ATTEMPTS, payment: await paymentState(trx, row) };
-    if (row.next_action !== null) row = await abandonOpenChallenge(sim, trx, row);
-    const attempts = attemptsOf(row);
-    const answer = await request.answer(row);
-    const attemptId = `simatt_${randomBase62(20)}`;
-    let nextAction: NextAction | null = null;
-    if (answer.attemptStatus === 'requires_action') {
-      nextAction = await openChallenge(sim, trx, 'payment', row.provider_payment_id, attemptId);
-    }
-    let paymentMethodId = request.paymentMethodId ?? row.payment_method_id;
-    const keepsCard = answer.attemptStatus === 'succeeded' || answer.attemptStatus === 'requires_action';
-    if (request.facts && request.saveCardFor && keepsCard) {
-      paymentMethodId = await saveCard(sim, trx, request.saveCardFor, request.facts);
-    }
-    const recorded: ProviderAttempt = {
-      attemptId,
-      status: answer.attemptStatus,
-      paymentId: row.provider_payment_id,
-      attemptedAt: nowIso,
-      errorMessage: answer.errorMessage,
-      paymentMethod: 'card',
-      idempotencyKey: request.idempotencyKey,
-      declineCode: answer.declineCode,
-    };
-    const settlesAt = new Date(now.getTime() + sim.settleDelayMs).toISOString();
-    const updated = await trx
-      .updateTable('sim_payments')
-      .set({
-        outcome: answer.outcome,
-        deposit_status: answer.depositStatus,
-        deposit_settles_at: answer.depositStatus === 'pending' ? settlesAt : null,
-        attempts: JSON.stringify([...attempts, recorded]),
-        payment_method_id: paymentMethodId,
-        customer_id: request.customerId ?? row.customer_id,
-        next_action: nextAction === null ? null : JSON.stringify(nextAction),
-        updated_at: nowIso,
-      })
-      .where('id', '=', row.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return { outcome: outcomeOfAttempt(recorded, nextAction), payment: await paymentState(trx, updated) };
-  });
+  const write =
+    (await firstAttemptAtOnce(sim, request, now)) ??
+    (await sim.db.transaction().execute(async (trx) => {
+      let row = await ensurePayment(sim, trx, request);
+      const replayed = attemptsOf(row).find((known) => known.idempotencyKey === request.idempotencyKey);
+      if (replayed) {
+        return {
+          outcome: outcomeOfAttempt(replayed, nextActionOf(row)),
+          payment: await paymentState(trx, row),
+        };
+      }
+      // A payment that is decided (or waiting on the bank) takes no further attempts.
+      if (row.outcome !== 'PROCESSING')
+        return { outcome: NOT_TAKING_ATTEMPTS, payment: await paymentState(trx, row) };
+      if (row.next_action !== null) row = await abandonOpenChallenge(sim, trx, row);
+      const answer = await request.answer(row.simulate);
+      const recorded = recordedAttempt(request, answer, row.provider_payment_id, now.toISOString());
+      let nextAction: NextAction | null = null;
+      if (answer.attemptStatus === 'requires_action') {
+        nextAction = await openChallenge(sim, trx, 'payment', row.provider_payment_id, recorded.attemptId);
+      }
+      let paymentMethodId = request.paymentMethodId ?? row.payment_method_id;
+      if (request.facts && request.saveCardFor && keepsCard(answer)) {
+        paymentMethodId = await saveCard(sim, trx, request.saveCardFor, request.facts);
+      }
+      const updated = await trx
+        .updateTable('sim_payments')
+        .set({
+          ...answeredColumns(sim, answer, [...attemptsOf(row), recorded], now),
+          payment_method_id: paymentMethodId,
+          customer_id: request.customerId ?? row.customer_id,
+          next_action: nextAction === null ? null : JSON.stringify(nextAction),
+        })
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return { outcome: outcomeOfAttempt(recorded, nextAction), payment: await paymentState(trx, updated) };
+    }));
   if (sim.fault === 'timeout_after_success' && write.outcome.status === 'succeeded') {
     throw new SimulatedTimeoutError();
   }
@@ -224,7 +286,7 @@ export function chargeSimCard(sim: SimContext, input: ChargeCardInput): Promise<
     saveCardFor: input.saveCardFor ?? null,
     facts,
     paymentMethodId: null,
-    answer: (row) => answerAttempt(card, row.simulate, sim.clock()),
+    answer: (simulate) => answerAttempt(card, simulate, sim.clock()),
   });
 }
 
