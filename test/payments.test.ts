@@ -322,12 +322,21 @@ describe('a provider cancel read by a sync', () => {
   });
   after(() => server.close());
 
-  async function declinedThenCanceledAtProvider(jumpMs: number) {
+  async function declinedThenCanceledAtProvider(jumpMs: number, attemptInFlight = false) {
     const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
     const declined = await pay(server, checkout.token, CARDS.declined);
     const row = await paymentRow(server, declined.body.transaction_id as string);
     assert.equal(row.status, 'processing');
     offsetMs += jumpMs;
+    if (attemptInFlight) {
+      // As the pay step leaves it while the provider answers (pay.ts, reserveAttempt).
+      const until = new Date(Date.now() + offsetMs + 60_000).toISOString();
+      await server.ctx.db
+        .updateTable('checkout_sessions')
+        .set({ attempt_locked_until: until })
+        .where('id', '=', row.checkout_session_id)
+        .execute();
+    }
     const state = await server.ctx.providers
       .named('simulator')
       .cancelPayment(row.provider_payment_id as string);
@@ -343,6 +352,11 @@ describe('a provider cancel read by a sync', () => {
     const statuses = (await eventsOf(server, orderId)).map((payload) => payload.status);
     assert.deepEqual(statuses.slice(-1), ['failed']);
     assert.ok(!statuses.includes('canceled'), statuses.join());
+  });
+
+  test('of an expired checkout with an attempt in flight keeps the provider word: canceled', async () => {
+    const { row } = await declinedThenCanceledAtProvider(86_401_000, true);
+    assert.equal(row.status, 'canceled');
   });
 
   test('of an open checkout cancels its payment', async () => {

@@ -72,9 +72,11 @@ export async function syncCheckout(ctx: AppContext, found: CheckoutSessionRow) {
   const session = await syncTrialSignup(ctx, found);
   let payment = await payments.paymentOfCheckout(ctx.db, session.id);
   // A payment without a provider id is found by its reference (its first answer may have been lost).
-  if (payment && payments.mayStillMove(payment)) await syncPayment(ctx, payment);
+  if (payment && payments.mayStillMove(payment)) {
+    await syncPayment(ctx, payment);
+    payment = await payments.paymentOfCheckout(ctx.db, session.id);
+  }
   const now = ctx.clock();
-  payment = await payments.paymentOfCheckout(ctx.db, session.id);
   if (payment?.status === 'processing' && isExpired(session, now) && !attemptInFlight(session, now)) {
     await stopAtProvider(ctx, payment);
     const paymentId = payment.id;

@@ -80,8 +80,10 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
     await store.updateSession(trx, session.id, {
       attempt_locked_until: new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString(),
     });
+    // A payment opened by this transaction has had no attempt yet: the first needs no count.
+    const attemptNumber =
+      payment === undefined ? 1 : (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;
     payment ??= await openCheckoutPayment(ctx, trx, session, provider, nowIso);
-    const attemptNumber = (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;
     const operation = await recordOperation(
       trx,
       {

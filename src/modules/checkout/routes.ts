@@ -4,10 +4,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Executor } from '../../db/database.ts';
 import { apiKeyOf } from '../../http/auth.ts';
-import { ValidationError } from '../../http/errors.ts';
+import { DomainError, ValidationError } from '../../http/errors.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
-import { lookUpCachedKey } from '../api-keys/service.ts';
+import { CachedKeyNotConfirmed, lookUpCachedKey } from '../api-keys/service.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
 import { assertAddressMayPay, countDecline } from './card-testing.ts';
 import { cancelCheckout, syncCheckoutById, syncCheckoutByToken } from './finish.ts';
@@ -71,7 +71,9 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
       try {
         created = await createCheckout(ctx, key, environment, request.body, afterCreate);
       } catch (error) {
-        if (key.unverified === null) throw error;
+        // Only a refusal is tried again: a database error may come after the insert committed.
+        const refusal = error instanceof CachedKeyNotConfirmed || error instanceof DomainError;
+        if (key.unverified === null || !refusal) throw error;
         // Served from the cache and not confirmed (the insert found the key or the terms changed, or the
         // request was refused before it; nothing was written): looked up, and answered from that.
         const looked = await lookUpCachedKey(ctx, key, CREATE_SCOPES, { terms: true });

@@ -10,10 +10,7 @@ import type { PaymentRow } from './table.ts';
 
 /** The payload of a payment as it is now (also what a manual resend sends). */
 export async function transactionEventPayload(db: Executor, payment: PaymentRow) {
-  const [attempts, checkout] = await Promise.all([
-    store.attemptsOf(db, payment.id),
-    store.checkoutReference(db, payment.checkout_session_id),
-  ]);
+  const { attempts, checkout } = await store.eventReadOfPayment(db, payment);
   return {
     transaction_id: payment.public_id,
     order_id: checkout.public_id,

@@ -57,6 +57,16 @@ export type PresentedAttempt = Pick<
   'status' | 'provider_payment_id' | 'attempted_at' | 'error_message' | 'payment_method'
 >;
 
+/** An attempt's presented columns, as `attempt_*`, for a statement that left-joins a payment's attempts. */
+const JOINED_ATTEMPT_COLUMNS = [
+  'deposit_attempts.id as attempt_id',
+  'deposit_attempts.status as attempt_status',
+  'deposit_attempts.provider_payment_id as attempt_provider_payment_id',
+  'deposit_attempts.attempted_at as attempt_attempted_at',
+  'deposit_attempts.error_message as attempt_error_message',
+  'deposit_attempts.payment_method as attempt_payment_method',
+] as const;
+
 // GET /transactions/{id}/ with an API key in one statement: the presented columns of the payment, its
 // checkout's references and its attempts (one row per attempt, newest first; one row with null attempt
 // columns when there is none). Two statements less than the payment row, then its attempts.
@@ -71,12 +81,7 @@ const presentedOf = (db: Executor, organizationId: number, environment: Environm
       'checkout_sessions.metadata as checkout_metadata',
       'checkout_sessions.client_reference_id as checkout_client_reference_id',
       'checkout_sessions.subscription_public_id as checkout_subscription_public_id',
-      'deposit_attempts.id as attempt_id',
-      'deposit_attempts.status as attempt_status',
-      'deposit_attempts.provider_payment_id as attempt_provider_payment_id',
-      'deposit_attempts.attempted_at as attempt_attempted_at',
-      'deposit_attempts.error_message as attempt_error_message',
-      'deposit_attempts.payment_method as attempt_payment_method',
+      ...JOINED_ATTEMPT_COLUMNS,
     ])
     .where('payments.organization_id', '=', organizationId)
     .where('payments.environment', '=', environment)
@@ -100,6 +105,65 @@ const presentedByNumericId = prepareQuery(
   (db, keyId: number, organizationId: number, environment: Environment, id: number) =>
     withKeyStatus(presentedOf(db, organizationId, environment), keyId).where('payments.id', '=', id),
 );
+
+/** The attempts of rows that left-joined them (`attempt_*` columns), in the rows' order. */
+function joinedAttempts(
+  rows: {
+    attempt_id: number | null;
+    attempt_status: string | null;
+    attempt_provider_payment_id: string | null;
+    attempt_attempted_at: string | null;
+    attempt_error_message: string | null;
+    attempt_payment_method: string | null;
+  }[],
+): PresentedAttempt[] {
+  const attempts: PresentedAttempt[] = [];
+  for (const row of rows) {
+    // A left join: the attempt's NOT NULL columns are null only on the row of a payment without attempts.
+    if (row.attempt_id === null) continue;
+    attempts.push({
+      status: row.attempt_status as string,
+      provider_payment_id: row.attempt_provider_payment_id as string,
+      attempted_at: row.attempt_attempted_at as string,
+      error_message: row.attempt_error_message,
+      payment_method: row.attempt_payment_method as string,
+    });
+  }
+  return attempts;
+}
+
+// A payment's event payload reads its checkout's references and its attempts in one statement (one row
+// per attempt, newest first; one row with null attempt columns when there is none).
+const eventReadOf = prepareQuery(2, (db, checkoutSessionId: number, paymentId: number) =>
+  db
+    .selectFrom('checkout_sessions')
+    .leftJoin('deposit_attempts', (join) => join.on('deposit_attempts.payment_id', '=', paymentId))
+    .select([
+      'checkout_sessions.public_id',
+      'checkout_sessions.metadata',
+      'checkout_sessions.client_reference_id',
+      'checkout_sessions.subscription_public_id',
+      ...JOINED_ATTEMPT_COLUMNS,
+    ])
+    .where('checkout_sessions.id', '=', checkoutSessionId)
+    .orderBy('deposit_attempts.attempted_at', 'desc')
+    .orderBy('deposit_attempts.id', 'desc'),
+);
+
+/** A payment's checkout references and attempts (newest first), for its event payload: one statement. */
+export async function eventReadOfPayment(
+  db: Executor,
+  payment: Pick<PaymentRow, 'id' | 'checkout_session_id' | 'public_id'>,
+): Promise<{ checkout: CheckoutReference; attempts: PresentedAttempt[] }> {
+  const rows = await eventReadOf.all(db, payment.checkout_session_id, payment.id);
+  const first = rows[0];
+  if (!first) throw new Error(`the checkout of payment ${payment.public_id} is missing`);
+  const { public_id, metadata, client_reference_id, subscription_public_id } = first;
+  return {
+    checkout: { public_id, metadata, client_reference_id, subscription_public_id },
+    attempts: joinedAttempts(rows),
+  };
+}
 
 export interface PresentedRead {
   payment: PresentedPayment;
@@ -128,18 +192,7 @@ export async function findPresentedPayment(
       : await presentedByNumericId.all(db, keyId, organizationId, environment, numeric);
   const first = rows[0];
   if (!first) return undefined;
-  const attempts: PresentedAttempt[] = [];
-  for (const row of rows) {
-    // A left join: the attempt's NOT NULL columns are null only on the row of a payment without attempts.
-    if (row.attempt_id === null) continue;
-    attempts.push({
-      status: row.attempt_status as string,
-      provider_payment_id: row.attempt_provider_payment_id as string,
-      attempted_at: row.attempt_attempted_at as string,
-      error_message: row.attempt_error_message,
-      payment_method: row.attempt_payment_method as string,
-    });
-  }
+  const attempts = joinedAttempts(rows);
   if (first.checkout_public_id === null)
     throw new Error(`the checkout of payment ${first.public_id} is missing`);
   return {

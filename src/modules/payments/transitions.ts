@@ -134,7 +134,12 @@ export async function applyProviderState(
   }
   const attemptsChanged = await recordAttempts(trx, payment, state.attempts, card);
   let status = nextStatus(payment.status, state.outcome);
-  if (status === 'canceled' && state.outcome === 'CANCELED' && (await checkoutExpired(trx, payment, now))) {
+  if (
+    status === 'canceled' &&
+    payment.status === 'processing' &&
+    state.outcome === 'CANCELED' &&
+    (await checkoutExpired(trx, payment, now))
+  ) {
     status = 'failed';
   }
   const nowPaid = PAID_STATUSES.includes(status ?? payment.status);
@@ -151,6 +156,9 @@ export async function applyProviderState(
     nextAction !== payment.next_action ||
     payment.provider_payment_id === null;
   if (!visible && !quiet) return { payment, changed: false };
+  // Paid with its deposit in, and not settled yet (under this transaction's lock): settled now, its
+  // settled_at stamped by this update and the wallet credited right after.
+  const settling = nowPaid && deposit === 'succeeded' && payment.settled_at === null;
   let updated = await trx
     .updateTable('payments')
     .set({
@@ -160,16 +168,13 @@ export async function applyProviderState(
       provider_refund_state: state.refundState,
       next_action: nextAction,
       updated_at: visible ? now : payment.updated_at,
+      settled_at: settling ? now : payment.settled_at,
     })
     .where('id', '=', payment.id)
     .where('status', '=', payment.status)
     .returningAll()
     .executeTakeFirstOrThrow();
-  if (nowPaid && updated.deposit_status === 'succeeded' && updated.settled_at === null) {
-    // Credits the wallet and stamps settled_at (it was null, under this transaction's lock): the one change.
-    await settlePayment(trx, updated, now);
-    updated = { ...updated, settled_at: now };
-  }
+  if (settling) await settlePayment(trx, updated, now, true);
   // A signup's first payment: once it is paid, its subscription exists (with the card it saved).
   if (status === 'paid' && updated.subscription_id === null) {
     if (await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now))
@@ -180,22 +185,25 @@ export async function applyProviderState(
 }
 
 /**
- * Whether a payment taking card attempts belongs to a checkout that expired without being canceled. Kassa
+ * Whether a payment taking card attempts belongs to a checkout the expiry would fail now: expired, not
+ * canceled by the customer, and no attempt in flight (the test of expiredProcessingPayments). Kassa
  * cancels such a payment at the provider before it fails it (sync.ts, stopAtProvider), so a sync that
  * reads the provider's cancel in between (another loop, another worker, the customer's sync-status) must
- * make the same move: an expired checkout's payment fails (decisions.md), it is not canceled.
+ * make the same move: an expired checkout's payment fails (decisions.md), it is not canceled. An attempt
+ * in flight (its own answer being recorded, a scripted sandbox cancel) keeps the provider's word.
  */
 async function checkoutExpired(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
   // A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
   if (payment.subscription_id !== null) return false;
   const session = await trx
     .selectFrom('checkout_sessions')
-    .select(['expires_at', 'canceled_at'])
+    .select(['expires_at', 'canceled_at', 'attempt_locked_until'])
     .where('id', '=', payment.checkout_session_id)
     .executeTakeFirst();
-  return (
-    session !== undefined && session.canceled_at === null && Date.parse(session.expires_at) <= Date.parse(now)
-  );
+  if (session === undefined || session.canceled_at !== null) return false;
+  const at = Date.parse(now);
+  const inFlight = session.attempt_locked_until !== null && Date.parse(session.attempt_locked_until) >= at;
+  return Date.parse(session.expires_at) <= at && !inFlight;
 }
 
 /** A simple status move (customer cancel, checkout expiry) from one expected status, with its event. */

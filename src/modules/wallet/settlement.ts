@@ -10,7 +10,17 @@ import { lockWallet, postMovement } from './ledger.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-export async function settlePayment(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
+/**
+ * Credits a paid payment's net to its wallet once (the movement is unique per payment) and stamps its
+ * settled_at. `stamped`: the caller already set settled_at in its own update of the row, under the same
+ * transaction's lock (applyProviderState), so it is not stamped again.
+ */
+export async function settlePayment(
+  trx: Executor,
+  payment: PaymentRow,
+  now: string,
+  stamped = false,
+): Promise<boolean> {
   const organization = await trx
     .selectFrom('organizations')
     .select(['rolling_reserve_bp', 'rolling_reserve_days'])
@@ -28,12 +38,14 @@ export async function settlePayment(trx: Executor, payment: PaymentRow, now: str
     now,
   });
   // settled_at is stamped even when the movement was posted before: a settled payment always carries it.
-  await trx
-    .updateTable('payments')
-    .set({ settled_at: now })
-    .where('id', '=', payment.id)
-    .where('settled_at', 'is', null)
-    .execute();
+  if (!stamped) {
+    await trx
+      .updateTable('payments')
+      .set({ settled_at: now })
+      .where('id', '=', payment.id)
+      .where('settled_at', 'is', null)
+      .execute();
+  }
   if (movementId === null) return false;
   if (reserve > 0n) {
     const releaseAt = new Date(Date.parse(now) + Number(organization.rolling_reserve_days) * DAY_MS);
