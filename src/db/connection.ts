@@ -34,6 +34,15 @@ export function openDatabase(config: Config['database']): DbHandle {
     const db = new Kysely<Database>({
       dialect: signallingDialect(new SqliteDialect({ database }), outbox, null, 'begin immediate'),
     });
+    registerDirectPath(db, async (text, _name, values) => {
+      // Synchronous from here to the answer: no other statement can run in between.
+      if (database.raw.isTransaction) return null;
+      outbox.statements++;
+      const statement = database.prepare(text);
+      if (statement.reader) return statement.all(values) as unknown[];
+      statement.run(values);
+      return [];
+    });
     return { db, kind: 'sqlite', outbox, close: () => db.destroy() };
   }
   const pool = new pg.Pool({

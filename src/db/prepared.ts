@@ -29,14 +29,19 @@ export function nameHotStatements(client: { query: QueryFunction }): void {
 }
 
 /**
- * On PostgreSQL a prepared query run on the database itself (not in a transaction) goes straight to the
- * pool: `pool.query` with the statement's name, without Kysely's executor around it (a connection
- * provider, a driver wrapper and several promise hops: about 5 µs of CPU and a tenth of the garbage of
- * `GET /transactions/{id}/`). A transaction's statements keep going through Kysely, on its connection.
- * Not on SQLite: its one connection may be inside another request's transaction, which only Kysely's
- * connection mutex keeps apart.
+ * A prepared query run on the database itself (not in a transaction) goes straight to the driver,
+ * without Kysely's executor around it (a connection provider, a driver wrapper and several promise hops:
+ * about 5 µs of CPU and a tenth of the garbage of `GET /transactions/{id}/`). On PostgreSQL that is
+ * `pool.query` with the statement's name. On SQLite it is the one connection's cached statement, run
+ * synchronously, and only while that connection is in no transaction (another request's, between two of
+ * its statements, which Kysely's connection mutex orders): then the path answers null and the query
+ * goes through Kysely. A transaction's statements always go through Kysely, on its connection.
  */
-export type DirectQuery = (text: string, name: string | undefined, values: unknown[]) => Promise<unknown[]>;
+export type DirectQuery = (
+  text: string,
+  name: string | undefined,
+  values: unknown[],
+) => Promise<unknown[] | null>;
 const directPaths = new WeakMap<object, DirectQuery>();
 
 /** Lets prepared queries on `db` (a PostgreSQL Kysely instance) run through `run`. */
@@ -49,7 +54,7 @@ const SLOT = '\u0000kassa-slot:';
 
 interface Compiled {
   query: CompiledQuery<unknown>;
-  /** May take the direct path (PostgreSQL, and no insert the outbox signal must see). */
+  /** May take the direct path (no insert the outbox signal must see). */
   direct: boolean;
   /** For each compiled parameter, the argument it takes, or -1 for a constant the builder wrote itself. */
   slots: number[];
@@ -75,7 +80,7 @@ export function prepareQuery<Args extends unknown[], Row>(
       const slots = query.parameters.map((value) =>
         typeof value === 'string' && value.startsWith(SLOT) ? Number(value.slice(SLOT.length)) : -1,
       );
-      compiled = { query, slots, direct: dialect === 'postgres' && !writesOutbox(query) };
+      compiled = { query, slots, direct: !writesOutbox(query) };
       byDialect.set(dialect, compiled);
       if (dialect === 'postgres' && !statementNames.has(query.sql))
         statementNames.set(query.sql, `kassa_${statementNames.size + 1}`);
@@ -87,7 +92,8 @@ export function prepareQuery<Args extends unknown[], Row>(
     const { query, slots, direct } = compiledFor(db);
     const parameters = slots.map((slot, index) => (slot === -1 ? query.parameters[index] : args[slot]));
     const run = direct ? directPaths.get(db) : undefined;
-    if (run) return (await run(query.sql, statementNames.get(query.sql), parameters)) as Row[];
+    const rows = run ? await run(query.sql, statementNames.get(query.sql), parameters) : null;
+    if (rows !== null) return rows as Row[];
     const result = await db.executeQuery<Row>({ ...query, parameters } as CompiledQuery<Row>);
     return result.rows;
   }
