@@ -8,9 +8,10 @@ import type { Environment } from '../api-keys/table.ts';
 import { emitCanceledCheckoutEvent } from '../payments/events.ts';
 import * as payments from '../payments/store.ts';
 import { stopAtProvider, syncPayment } from '../payments/sync.ts';
+import type { PaymentRow } from '../payments/table.ts';
 import { movePayment } from '../payments/transitions.ts';
 import { syncTrialSignup } from '../subscriptions/signup.ts';
-import { findSessionByToken } from './hosted.ts';
+import { findSessionAndPaymentByToken, findSessionByToken } from './hosted.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, isExpired, presentSyncStatus } from './status.ts';
 import * as store from './store.ts';
 import type { CheckoutSessionRow } from './table.ts';
@@ -66,11 +67,19 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
   return presentSyncStatus(session, payment, now);
 }
 
-/** Asks the provider about the checkout's payment, applies the answer and any expiry, and reports. */
-export async function syncCheckout(ctx: AppContext, found: CheckoutSessionRow) {
+/**
+ * Asks the provider about the checkout's payment, applies the answer and any expiry, and reports.
+ * `known`: the payment read with the session (by token), used unless the signup's sync moved the session.
+ */
+export async function syncCheckout(
+  ctx: AppContext,
+  found: CheckoutSessionRow,
+  known?: { payment: PaymentRow | undefined },
+) {
   // A trial signup whose card waited for 3-D Secure: its setup may have finished.
   const session = await syncTrialSignup(ctx, found);
-  let payment = await payments.paymentOfCheckout(ctx.db, session.id);
+  let payment =
+    known && session === found ? known.payment : await payments.paymentOfCheckout(ctx.db, session.id);
   // A payment without a provider id is found by its reference (its first answer may have been lost).
   if (payment && payments.mayStillMove(payment)) {
     await syncPayment(ctx, payment);
@@ -91,7 +100,8 @@ export async function syncCheckout(ctx: AppContext, found: CheckoutSessionRow) {
 }
 
 export async function syncCheckoutByToken(ctx: AppContext, token: string) {
-  return syncCheckout(ctx, await findSessionByToken(ctx, token));
+  const { session, payment } = await findSessionAndPaymentByToken(ctx, token);
+  return syncCheckout(ctx, session, { payment });
 }
 
 export async function syncCheckoutById(

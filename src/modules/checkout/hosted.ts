@@ -77,6 +77,13 @@ export async function findSessionByToken(ctx: AppContext, token: string): Promis
   return session;
 }
 
+/** The session of a token and its payment, if any, in one read (pay and sync-status start here). */
+export async function findSessionAndPaymentByToken(ctx: AppContext, token: string) {
+  const found = await store.findByTokenWithPayment(ctx.db, token);
+  if (!found) throw new NotFoundError('Checkout not found.');
+  return found;
+}
+
 export async function getHostedCheckout(ctx: AppContext, token: string) {
   const session = await findSessionByToken(ctx, token);
   const [form, organization] = await Promise.all([

@@ -16,7 +16,12 @@ import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState } from '../payments/transitions.ts';
 import { savesCardOnly, saveTrialCard, signupCustomer } from '../subscriptions/signup.ts';
 import { failAfterDeclineLimit } from './card-testing.ts';
-import { findSessionByToken, paymentMetadata, presentHostedAttempt, presentNextAction } from './hosted.ts';
+import {
+  findSessionAndPaymentByToken,
+  paymentMetadata,
+  presentHostedAttempt,
+  presentNextAction,
+} from './hosted.ts';
 import { openCheckoutPayment } from './provider-form.ts';
 import type { PayInput } from './schemas.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, redirectUrl, syncStatusOf } from './status.ts';
@@ -108,10 +113,10 @@ const CARD_FORM_ONLY =
   "card_number: this checkout's card is entered in the payment provider's form; card details are not accepted here.";
 
 export async function payCheckout(ctx: AppContext, token: string, input: PayInput) {
-  const found = await findSessionByToken(ctx, token);
+  const { session: found, payment: before } = await findSessionAndPaymentByToken(ctx, token);
   const provider = ctx.providers.forEnvironment(found.environment);
   if (!provider.cardForm) throw new ValidationError(CARD_FORM_ONLY);
-  assertPayable(found, await payments.paymentOfCheckout(ctx.db, found.id), ctx.clock());
+  assertPayable(found, before, ctx.clock());
   const card = parseCard(input);
   // A signup checkout saves the card on the subscription's customer: with a trial it is only saved.
   let saveCardFor: string | null = null;

@@ -6,6 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { prepareInsert, prepareQuery } from '../../db/prepared.ts';
 import { isPublicId, sha256Hex } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
+import type { PaymentRow, PaymentsTable } from '../payments/table.ts';
 import type { CheckoutSessionRow, CheckoutSessionsTable } from './table.ts';
 
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -33,6 +34,70 @@ export function findByPublicId(
     .where('environment', '=', environment)
     .where('public_id', '=', publicId)
     .executeTakeFirst();
+}
+
+/** Every column of a payment (checked complete against its table), for a statement that reads one beside its session. */
+const PAYMENT_COLUMNS = Object.keys({
+  id: true,
+  public_id: true,
+  organization_id: true,
+  environment: true,
+  checkout_session_id: true,
+  payment_link_id: true,
+  subscription_id: true,
+  status: true,
+  currency: true,
+  gross: true,
+  fee: true,
+  net: true,
+  gross_ht: true,
+  fee_bp: true,
+  fx_rate: true,
+  net_usd: true,
+  payer_email: true,
+  products: true,
+  provider: true,
+  provider_payment_id: true,
+  provider_refund_state: true,
+  deposit_status: true,
+  settled_at: true,
+  refunded_amount: true,
+  simulated: true,
+  next_action: true,
+  provider_conflict: true,
+  created_at: true,
+  updated_at: true,
+} satisfies Record<keyof PaymentsTable, true>) as (keyof PaymentsTable & string)[];
+
+// The hosted step's first read: the session by its token and its payment, if any (a checkout has at
+// most one), in one statement; the payment's columns come as `payment__<column>`.
+const byTokenWithPayment = prepareQuery(1, (db, tokenHash: string) =>
+  db
+    .selectFrom('checkout_sessions')
+    .leftJoin('payments', 'payments.checkout_session_id', 'checkout_sessions.id')
+    .selectAll('checkout_sessions')
+    .select(PAYMENT_COLUMNS.map((column) => sql.ref(`payments.${column}`).as(`payment__${column}`)))
+    .where('checkout_sessions.token_hash', '=', tokenHash),
+);
+
+/** A session by its token with its payment (undefined: none yet), read in one statement. */
+export async function findByTokenWithPayment(
+  db: Executor,
+  token: string,
+): Promise<{ session: CheckoutSessionRow; payment: PaymentRow | undefined } | undefined> {
+  if (!TOKEN.test(token)) return undefined;
+  const row = (await byTokenWithPayment.first(db, sha256Hex(token))) as Record<string, unknown> | undefined;
+  if (!row) return undefined;
+  const session: Record<string, unknown> = {};
+  const payment: Record<string, unknown> = {};
+  for (const [column, value] of Object.entries(row)) {
+    if (column.startsWith('payment__')) payment[column.slice('payment__'.length)] = value;
+    else session[column] = value;
+  }
+  return {
+    session: session as unknown as CheckoutSessionRow,
+    payment: payment.id === null ? undefined : (payment as unknown as PaymentRow),
+  };
 }
 
 /** The session row, locked for the rest of the transaction on PostgreSQL. */
