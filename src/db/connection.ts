@@ -35,8 +35,9 @@ export function openDatabase(config: Config['database']): DbHandle {
       dialect: signallingDialect(new SqliteDialect({ database }), outbox, null, 'begin immediate'),
     });
     registerDirectPath(db, async (text, _name, values) => {
-      // Synchronous from here to the answer: no other statement can run in between.
-      if (database.raw.isTransaction) return null;
+      // Synchronous from here to the answer: no other statement can run in between. Anything but a
+      // plain `false` (a Node without DatabaseSync.isTransaction) goes through Kysely's mutex.
+      if (database.raw.isTransaction !== false) return null;
       outbox.statements++;
       const statement = database.prepare(text);
       if (statement.reader) return statement.all(values) as unknown[];

@@ -44,7 +44,7 @@ export type DirectQuery = (
 ) => Promise<unknown[] | null>;
 const directPaths = new WeakMap<object, DirectQuery>();
 
-/** Lets prepared queries on `db` (a PostgreSQL Kysely instance) run through `run`. */
+/** Lets prepared queries on `db` (the root Kysely instance, PostgreSQL or SQLite) run through `run`. */
 export function registerDirectPath(db: object, run: DirectQuery): void {
   directPaths.set(db, run);
 }

@@ -1,6 +1,7 @@
 // The small adapter that lets Kysely's SQLite dialect run on Node's built-in `node:sqlite`.
 // Kysely's SqliteDriver serialises every query and transaction on one connection, which is what
-// makes the embedded mode safe: one writer, WAL readers, no second process.
+// makes the embedded mode safe: one writer, WAL readers, no second process. Prepared queries outside a
+// transaction may skip it while no transaction is open on the connection (prepared.ts, connection.ts).
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { SqliteDatabase, SqliteStatement } from 'kysely';
 
