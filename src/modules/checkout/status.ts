@@ -10,11 +10,14 @@ export type SyncStatus = 'SUCCESS' | 'FAILED' | 'CANCELED' | 'CHECKOUT_PENDING';
 
 type PaymentStatusOnly = Pick<PaymentRow, 'status'> | undefined;
 
-export function isExpired(session: CheckoutSessionRow, now: Date): boolean {
+export function isExpired(session: Pick<CheckoutSessionRow, 'expires_at'>, now: Date): boolean {
   return now.getTime() >= Date.parse(session.expires_at);
 }
 
-export function attemptInFlight(session: CheckoutSessionRow, now: Date): boolean {
+export function attemptInFlight(
+  session: Pick<CheckoutSessionRow, 'attempt_locked_until'>,
+  now: Date,
+): boolean {
   return session.attempt_locked_until !== null && Date.parse(session.attempt_locked_until) > now.getTime();
 }
 

@@ -5,6 +5,7 @@ import type { Executor } from '../../db/database.ts';
 import { newPublicId } from '../../lib/ids.ts';
 import { convert, percentOf, RATE_SCALE, toBigInt } from '../../lib/money.ts';
 import type { ProviderPaymentOutcome, ProviderPaymentState } from '../../provider/types.ts';
+import { attemptInFlight, isExpired } from '../checkout/status.ts';
 import type { CheckoutSessionRow } from '../checkout/table.ts';
 import { onSignupPaymentPaid } from '../subscriptions/signup.ts';
 import { settlePayment } from '../wallet/settlement.ts';
@@ -186,7 +187,7 @@ export async function applyProviderState(
 
 /**
  * Whether a payment taking card attempts belongs to a checkout the expiry would fail now: expired, not
- * canceled by the customer, and no attempt in flight (the test of expiredProcessingPayments). Kassa
+ * canceled by the customer, and no attempt in flight (checkout/status.ts, as sync-status's expiry). Kassa
  * cancels such a payment at the provider before it fails it (sync.ts, stopAtProvider), so a sync that
  * reads the provider's cancel in between (another loop, another worker, the customer's sync-status) must
  * make the same move: an expired checkout's payment fails (decisions.md), it is not canceled. An attempt
@@ -201,9 +202,8 @@ async function checkoutExpired(trx: Executor, payment: PaymentRow, now: string):
     .where('id', '=', payment.checkout_session_id)
     .executeTakeFirst();
   if (session === undefined || session.canceled_at !== null) return false;
-  const at = Date.parse(now);
-  const inFlight = session.attempt_locked_until !== null && Date.parse(session.attempt_locked_until) >= at;
-  return Date.parse(session.expires_at) <= at && !inFlight;
+  const at = new Date(now);
+  return isExpired(session, at) && !attemptInFlight(session, at);
 }
 
 /** A simple status move (customer cancel, checkout expiry) from one expected status, with its event. */

@@ -137,7 +137,6 @@ async function saveCard(sim: SimContext, trx: SimDb, customerId: string, facts: 
   return paymentMethodId;
 }
 
-/** One attempt on the payment of a reference, recorded in one transaction; the same key replays. */
 /** The attempt as the simulator records it on its payment. */
 function recordedAttempt(
   request: AttemptRequest,
@@ -208,7 +207,10 @@ async function firstAttemptAtOnce(
   return { outcome: outcomeOfAttempt(recorded, null), payment: await paymentState(sim.db, row) };
 }
 
-/** One attempt on the payment of a reference, recorded in one transaction; the same key replays. */
+/**
+ * One attempt on the payment of a reference: written at once on a new reference (firstAttemptAtOnce),
+ * else recorded in one transaction; the same key replays.
+ */
 async function attempt(sim: SimContext, request: AttemptRequest): Promise<PaymentWrite> {
   const now = sim.clock();
   const write =
