@@ -16,6 +16,7 @@ import { dashboard } from './012-dashboard.ts';
 import { subscriptions } from './013-subscriptions.ts';
 import { renewals } from './014-renewals.ts';
 import { webhookWriteOnce } from './015-webhook-write-once.ts';
+import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -34,5 +35,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '013_subscriptions': subscriptions(kind),
     '014_renewals': renewals(),
     '015_webhook_write_once': webhookWriteOnce(),
+    '016_event_claim_indexes': eventClaimIndexes(),
   };
 }

@@ -36,12 +36,53 @@ export interface Lease {
   until: string;
 }
 
-/** A row (event or pending delivery) no worker holds at `now`: never leased, or its lease lapsed. */
+/** A pending delivery no worker holds at `now`: never leased, or its lease lapsed. */
 const leaseLapsed = (now: string) => sql<boolean>`(locked_until is null or locked_until <= ${now})`;
 
-/** The outbox events a claim at `now` may take: not dispatched, and not leased to a worker sending them. */
-function claimableEvents(db: Executor, now: string) {
-  return db.selectFrom('events').where('dispatched_at', 'is', null).where(leaseLapsed(now));
+/** Outbox events no worker leased: exactly the rows of the `events_claimable` partial index. */
+function unleasedEvents(db: Executor) {
+  return db.selectFrom('events').where('dispatched_at', 'is', null).where('locked_until', 'is', null);
+}
+
+/**
+ * The ids of up to `limit` outbox events a claim at `now` may take: events never leased first, in id
+ * order, then events whose lease lapsed (a worker that died or stalled mid-send), earliest lapsed first;
+ * the part of lapsed leases runs only when the first gives fewer than `limit`. Each part reads a partial
+ * index that holds only its own rows (`events_claimable`, `events_leased`), so nothing is filtered out
+ * row by row. The unleased part is also bounded to the ids from the lowest unleased one (an index's first
+ * entry) to `limit` × 2 + 64 past it: whatever plan PostgreSQL picks, a table it has no statistics of (a
+ * fresh install, or autovacuum off) included, a claim reads at most that window, not the whole backlog
+ * (a bitmap scan and a sort of every undispatched event once made each claim cost as much as the
+ * backlog). Ids in the window that other workers lease are not in the index, so a claim may take fewer
+ * than `limit`; it never takes none while an unleased event waits. With `lock` (the claim itself, on
+ * PostgreSQL) each row is locked as it is read, and rows another claim holds are skipped; a read that
+ * only asks whether there is work locks nothing.
+ */
+function claimableEventIds(db: Executor, now: string, limit: number, lock = false) {
+  const lowest = unleasedEvents(db).select((eb) => eb.fn.min('id').as('id'));
+  let unleased = unleasedEvents(db)
+    .select('id')
+    .where('id', '>=', lowest)
+    .where((eb) => eb('id', '<', eb(lowest, '+', limit * 2 + 64)))
+    .orderBy('id')
+    .limit(limit);
+  let lapsed = db
+    .selectFrom('events')
+    .select('id')
+    .where('dispatched_at', 'is', null)
+    .where('locked_until', 'is not', null)
+    .where('locked_until', '<=', now)
+    .orderBy('locked_until')
+    .limit(limit);
+  if (lock && isPostgres(db)) {
+    unleased = unleased.forUpdate().skipLocked();
+    lapsed = lapsed.forUpdate().skipLocked();
+  }
+  return db
+    .selectFrom(unleased.as('unleased'))
+    .select('unleased.id')
+    .unionAll(db.selectFrom(lapsed.as('lapsed')).select('lapsed.id'))
+    .limit(limit);
 }
 
 /** The pending deliveries a claim at `now` may take, earliest due first (the partial index's order). */
@@ -61,7 +102,10 @@ function unleasedPending(db: Executor, now: string) {
  */
 const workProbe = prepareQuery(1, (db, now: string) =>
   db.selectNoFrom(() => [
-    claimableEvents(db, now).select('id').limit(1).as('event_id'),
+    db
+      .selectFrom(claimableEventIds(db, now, 1).as('claimable'))
+      .select('claimable.id')
+      .as('event_id'),
     unleasedPending(db, now).select('next_attempt_at').limit(1).as('next_attempt_at'),
   ]),
 );
@@ -95,14 +139,16 @@ export async function dispatchEvents(
   // Unless the caller knows there is work (a busy outbox, or probeWork found some), one indexed read
   // first, not a transaction.
   if (!known) {
-    const any = await claimableEvents(db, lease.now).select('id').limit(1).executeTakeFirst();
+    const any = await db
+      .selectFrom(claimableEventIds(db, lease.now, 1).as('claimable'))
+      .select('claimable.id')
+      .executeTakeFirst();
     if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
   }
   // Leased in one statement, with each event's endpoint read in it (other dispatchers skip the rows
   // it locks): no transaction, one round trip. An event whose organization has no endpoint is then
   // marked dispatched; should the process die first, its lease lapses and the next claim marks it.
-  let batch = claimableEvents(db, lease.now).select('id').orderBy('id').limit(limit);
-  if (isPostgres(db)) batch = batch.forUpdate().skipLocked();
+  const batch = claimableEventIds(db, lease.now, limit, true);
   const endpointColumn = <C extends 'endpoint_url' | 'secret_encrypted'>(
     eb: ExpressionBuilder<Database, 'events'>,
     column: C,
