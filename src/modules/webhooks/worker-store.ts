@@ -45,27 +45,47 @@ function unleasedEvents(db: Executor) {
 }
 
 /**
- * The ids of up to `limit` outbox events a claim at `now` may take: events never leased first, in id
- * order, then events whose lease lapsed (a worker that died or stalled mid-send), earliest lapsed first;
- * the part of lapsed leases runs only when the first gives fewer than `limit`. Each part reads a partial
- * index that holds only its own rows (`events_claimable`, `events_leased`), so nothing is filtered out
- * row by row. The unleased part is also bounded to the ids from the lowest unleased one (an index's first
- * entry) to `limit` × 2 + 64 past it: whatever plan PostgreSQL picks, a table it has no statistics of (a
- * fresh install, or autovacuum off) included, a claim reads at most that window, not the whole backlog
- * (a bitmap scan and a sort of every undispatched event once made each claim cost as much as the
- * backlog). Ids in the window that other workers lease are not in the index, so a claim may take fewer
- * than `limit`; it never takes none while an unleased event waits. With `lock` (the claim itself, on
- * PostgreSQL) each row is locked as it is read, and rows another claim holds are skipped; a read that
- * only asks whether there is work locks nothing.
+ * The ids of up to `limit` outbox events a claim at `now` may take, in three parts read in turn, each
+ * only while the ones before it gave fewer than `limit`:
+ * 1. unleased events in a window of ids: from the lowest unleased one (the first entry of the
+ *    `events_claimable` partial index, read by `min()`, which PostgreSQL always plans as one index
+ *    probe) to `limit` × 2 + 64 past it, in id order. Whatever plan the planner picks for it (a table
+ *    it has no statistics of, a fresh install or autovacuum off, once made it a bitmap scan and a sort
+ *    of every undispatched event), it reads that window, not the backlog;
+ * 2. unleased events past that window, up to `limit` × 32 + 1,024 past the lowest, in id order: only
+ *    when claims running at the same moment hold the first window's rows (each skips the rows another
+ *    locks), so that a claim does not come back empty while unleased events wait (it would take some
+ *    thirty claims at once). Bounded like the first, for the same reason;
+ * 3. events whose lease lapsed (a worker that died or stalled mid-send), earliest lapsed first, from
+ *    the small `events_leased` partial index.
+ * `events_claimable` holds exactly the undispatched events no worker leased, so no part filters leased
+ * rows out one by one. With `lock` (the claim itself, on PostgreSQL) each row is locked as it is read,
+ * and rows another claim holds are skipped; a read that only asks whether there is work locks nothing.
  */
 function claimableEventIds(db: Executor, now: string, limit: number, lock = false) {
-  const lowest = unleasedEvents(db).select((eb) => eb.fn.min('id').as('id'));
-  let unleased = unleasedEvents(db)
-    .select('id')
-    .where('id', '>=', lowest)
-    .where((eb) => eb('id', '<', eb(lowest, '+', limit * 2 + 64)))
-    .orderBy('id')
-    .limit(limit);
+  const unleased = () =>
+    db
+      .selectFrom([
+        'events',
+        unleasedEvents(db)
+          .select((eb) => eb.fn.min('id').as('lowest'))
+          .as('first_unleased'),
+      ])
+      .select('events.id')
+      .where('events.dispatched_at', 'is', null)
+      .where('events.locked_until', 'is', null)
+      .orderBy('events.id')
+      .limit(limit);
+  const past = (
+    eb: ExpressionBuilder<Database & { first_unleased: { lowest: number } }, 'first_unleased'>,
+    ids: number,
+  ) => eb('first_unleased.lowest', '+', ids);
+  let inWindow = unleased()
+    .where((eb) => eb('events.id', '>=', eb.ref('first_unleased.lowest')))
+    .where((eb) => eb('events.id', '<', past(eb, limit * 2 + 64)));
+  let pastWindow = unleased()
+    .where((eb) => eb('events.id', '>=', past(eb, limit * 2 + 64)))
+    .where((eb) => eb('events.id', '<', past(eb, limit * 32 + 1024)));
   let lapsed = db
     .selectFrom('events')
     .select('id')
@@ -75,12 +95,14 @@ function claimableEventIds(db: Executor, now: string, limit: number, lock = fals
     .orderBy('locked_until')
     .limit(limit);
   if (lock && isPostgres(db)) {
-    unleased = unleased.forUpdate().skipLocked();
+    inWindow = inWindow.forUpdate('events').skipLocked();
+    pastWindow = pastWindow.forUpdate('events').skipLocked();
     lapsed = lapsed.forUpdate().skipLocked();
   }
   return db
-    .selectFrom(unleased.as('unleased'))
-    .select('unleased.id')
+    .selectFrom(inWindow.as('in_window'))
+    .select('in_window.id')
+    .unionAll(db.selectFrom(pastWindow.as('past_window')).select('past_window.id'))
     .unionAll(db.selectFrom(lapsed.as('lapsed')).select('lapsed.id'))
     .limit(limit);
 }
@@ -134,17 +156,7 @@ export async function dispatchEvents(
   lease: Lease,
   limit: number,
   deliveryId: (event: { id: number; created_at: string }) => string,
-  known = false,
 ) {
-  // Unless the caller knows there is work (a busy outbox, or probeWork found some), one indexed read
-  // first, not a transaction.
-  if (!known) {
-    const any = await db
-      .selectFrom(claimableEventIds(db, lease.now, 1).as('claimable'))
-      .select('claimable.id')
-      .executeTakeFirst();
-    if (!any) return { events: 0, claimed: [] as ClaimedDelivery[] };
-  }
   // Leased in one statement, with each event's endpoint read in it (other dispatchers skip the rows
   // it locks): no transaction, one round trip. An event whose organization has no endpoint is then
   // marked dispatched; should the process die first, its lease lapses and the next claim marks it.

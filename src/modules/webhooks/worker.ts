@@ -139,7 +139,7 @@ export class DeliveryWorker {
     const dispatched =
       probe && !probe.events
         ? { events: 0, claimed: [] }
-        : await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.firstDeliveryId, true);
+        : await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.firstDeliveryId);
     // A full claim means more is probably waiting: the next tick skips the idle check.
     this.outboxBusy = dispatched.events === Math.min(room, CLAIM_BATCH);
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
@@ -154,7 +154,9 @@ export class DeliveryWorker {
       started += due.claimed.length;
       this.nextDueAt = due.nextDueAt === null ? null : Date.parse(due.nextDueAt);
     }
-    if (started > 0) this.lastWorkAt = Date.now();
+    // Work was seen even when none was claimed (other workers' claims held it at that moment): the loop
+    // keeps the warm poll, not the safety poll, so this worker tries again in a few milliseconds.
+    if (started > 0 || probe?.events) this.lastWorkAt = Date.now();
     return started;
   }
 
