@@ -10,8 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
-import * as payments from '../payments/store.ts';
-import type { PaymentRow } from '../payments/table.ts';
+import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
 import { movePayment } from '../payments/transitions.ts';
 
 export const MAX_DECLINES = 5;
@@ -31,17 +30,15 @@ export function customerErrorMessage(errorMessage: string | null): string | null
 }
 
 /**
- * Inside the transaction that records an attempt: once the payment has MAX_DECLINES declined attempts,
- * it fails (movePayment emits its one transaction.status_changed).
+ * Inside the transaction that records an attempt, with the payment's attempts as it left them: once the
+ * payment has MAX_DECLINES declined attempts, it fails (movePayment emits its one
+ * transaction.status_changed).
  */
-export async function failAfterDeclineLimit<T extends { payment: PaymentRow; changed: boolean }>(
-  trx: Executor,
-  recorded: T,
-  now: string,
-): Promise<T> {
+export async function failAfterDeclineLimit<
+  T extends { payment: PaymentRow; changed: boolean; attempts: DepositAttemptRow[] },
+>(trx: Executor, recorded: T, now: string): Promise<T> {
   if (recorded.payment.status !== 'processing') return recorded;
-  const attempts = await payments.attemptsOf(trx, recorded.payment.id);
-  if (attempts.filter((attempt) => isDecline(attempt.status)).length < MAX_DECLINES) return recorded;
+  if (recorded.attempts.filter((attempt) => isDecline(attempt.status)).length < MAX_DECLINES) return recorded;
   const failed = await movePayment(trx, recorded.payment.id, 'processing', 'failed', now);
   return failed ? { ...recorded, payment: failed, changed: true } : recorded;
 }

@@ -12,7 +12,7 @@ import { callProvider } from '../../provider/operations/perform.ts';
 import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
 import type { CardInput, PaymentProvider, PaymentWrite } from '../../provider/types.ts';
 import * as payments from '../payments/store.ts';
-import type { PaymentRow } from '../payments/table.ts';
+import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
 import { applyProviderState } from '../payments/transitions.ts';
 import { savesCardOnly, saveTrialCard, signupCustomer } from '../subscriptions/signup.ts';
 import { failAfterDeclineLimit } from './card-testing.ts';
@@ -79,8 +79,9 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
   const now = ctx.clock();
   const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
-    const session = await store.lockSession(trx, sessionId);
-    let payment = await payments.paymentOfCheckout(trx, session.id);
+    const locked = await store.lockSessionWithPayment(trx, sessionId);
+    const session = locked.session;
+    let payment = locked.payment;
     assertPayable(session, payment, now);
     await store.updateSession(trx, session.id, {
       attempt_locked_until: new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString(),
@@ -142,24 +143,39 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
   const write: PaymentWrite = call.answered
     ? call.value
     : { outcome: { status: 'unknown', reason: call.reason }, payment: null };
-  const after = await ctx.db.transaction().execute(async (trx) => {
+  const recorded = await ctx.db.transaction().execute(async (trx) => {
     const nowIso = ctx.clock().toISOString();
     const state = write.payment;
     let current = payment;
+    // The payment's attempts, newest first, when this transaction recorded them (null: read after).
+    let attempts: DepositAttemptRow[] | null = null;
     if (state) {
       const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
       const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;
-      const applied = await applyProviderState(trx, payment.id, state, nowIso, summary);
-      current = (await failAfterDeclineLimit(trx, applied, nowIso)).payment;
+      const applied = await failAfterDeclineLimit(
+        trx,
+        await applyProviderState(
+          trx,
+          payment.id,
+          state,
+          nowIso,
+          summary,
+          session.subscription_plan_id !== null,
+        ),
+        nowIso,
+      );
+      current = applied.payment;
+      attempts = applied.attempts;
     }
     await settleOperation(trx, operation.id, write.outcome, state?.providerPaymentId ?? null, nowIso);
     // An unknown answer keeps the lock: no second attempt until the reconciler has read the first back.
     if (write.outcome.status !== 'unknown') {
       await store.updateSession(trx, session.id, { attempt_locked_until: null, updated_at: nowIso });
     }
-    return current;
+    return { payment: current, attempts };
   });
-  const [attempt] = await payments.attemptsOf(ctx.db, after.id);
+  const [attempt] = recorded.attempts ?? (await payments.attemptsOf(ctx.db, recorded.payment.id));
+  const after = recorded.payment;
   const status = syncStatusOf(checkoutState(session, after, ctx.clock()));
   return {
     status,

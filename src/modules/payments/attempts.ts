@@ -4,7 +4,7 @@
 import type { Executor } from '../../db/database.ts';
 import type { ProviderAttempt } from '../../provider/types.ts';
 import * as store from './store.ts';
-import type { PaymentRow } from './table.ts';
+import type { DepositAttemptRow, PaymentRow } from './table.ts';
 
 /** Attempt statuses that can still change (the bank, the deposit or the customer's 3-D Secure step has not answered). */
 const UNDECIDED_ATTEMPTS = new Set(['pending', 'processing', 'requires_action']);
@@ -15,22 +15,25 @@ export interface CardSummary {
   last4: string;
 }
 
-/** Records the provider's attempts; returns whether the visible history changed. Never moves backwards. */
+/**
+ * Records the provider's attempts. Never moves backwards. Returns whether the visible history changed,
+ * and the payment's attempts as they now stand, newest first (as `attemptsOf` reads them), so that
+ * a caller answering with them need not read them again.
+ */
 export async function recordAttempts(
   trx: Executor,
   payment: PaymentRow,
   attempts: ProviderAttempt[],
   card: CardSummary | null,
-): Promise<boolean> {
-  const known = new Map(
-    (await store.attemptsOf(trx, payment.id)).map((row) => [row.provider_attempt_id, row]),
-  );
+): Promise<{ changed: boolean; attempts: DepositAttemptRow[] }> {
+  const rows = await store.attemptsOf(trx, payment.id);
+  const known = new Map(rows.map((row) => [row.provider_attempt_id, row]));
   let changed = false;
   for (const attempt of [...attempts].reverse()) {
     const row = known.get(attempt.attemptId);
     const ownCard = card !== null && card.attemptId === attempt.attemptId ? card : null;
     if (!row) {
-      await trx
+      const inserted = await trx
         .insertInto('deposit_attempts')
         .values({
           payment_id: payment.id,
@@ -43,7 +46,9 @@ export async function recordAttempts(
           card_brand: ownCard?.brand ?? null,
           card_last4: ownCard?.last4 ?? null,
         })
-        .execute();
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      rows.push(inserted);
       changed = true;
       continue;
     }
@@ -52,15 +57,17 @@ export async function recordAttempts(
       (row.status !== attempt.status || row.error_message !== attempt.errorMessage);
     const needsCard = ownCard !== null && row.card_brand === null;
     if (!moved && !needsCard) continue;
-    await trx
-      .updateTable('deposit_attempts')
-      .set({
-        ...(moved ? { status: attempt.status, error_message: attempt.errorMessage } : {}),
-        ...(needsCard ? { card_brand: ownCard.brand, card_last4: ownCard.last4 } : {}),
-      })
-      .where('id', '=', row.id)
-      .execute();
+    const set = {
+      ...(moved ? { status: attempt.status, error_message: attempt.errorMessage } : {}),
+      ...(needsCard ? { card_brand: ownCard.brand, card_last4: ownCard.last4 } : {}),
+    };
+    await trx.updateTable('deposit_attempts').set(set).where('id', '=', row.id).execute();
+    Object.assign(row, set);
     if (moved) changed = true;
   }
-  return changed;
+  // attemptsOf's order: newest attempt first, the later row first among equal times.
+  rows.sort((a, b) =>
+    a.attempted_at === b.attempted_at ? b.id - a.id : a.attempted_at < b.attempted_at ? 1 : -1,
+  );
+  return { changed, attempts: rows };
 }

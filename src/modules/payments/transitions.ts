@@ -12,7 +12,7 @@ import { settlePayment } from '../wallet/settlement.ts';
 import { type CardSummary, recordAttempts } from './attempts.ts';
 import { emitPaymentEvent } from './events.ts';
 import * as store from './store.ts';
-import type { PaymentRow, PaymentStatus } from './table.ts';
+import type { DepositAttemptRow, PaymentRow, PaymentStatus } from './table.ts';
 
 /** Statuses of a payment Kassa gave up on: a provider success after them is a conflict, not a move. */
 const GIVEN_UP: readonly PaymentStatus[] = ['failed', 'canceled'];
@@ -112,7 +112,9 @@ export function nextStatus(current: PaymentStatus, outcome: ProviderPaymentOutco
 /**
  * Applies what the provider says about a payment: new or changed attempts, the status move, the deposit,
  * settlement once the payment is paid and its deposit succeeded, and one event if anything visible changed.
- * Idempotent: applying the same (or an older) state again changes nothing.
+ * Idempotent: applying the same (or an older) state again changes nothing. `card`: the brand and last
+ * 4 digits of the attempt the caller made; `signup`: whether the payment's checkout is a subscription's
+ * signup, when the caller holds the checkout (null: read it if it matters).
  */
 export async function applyProviderState(
   trx: Executor,
@@ -120,7 +122,8 @@ export async function applyProviderState(
   state: ProviderPaymentState,
   now: string,
   card: CardSummary | null = null,
-): Promise<{ payment: PaymentRow; changed: boolean }> {
+  signup: boolean | null = null,
+): Promise<{ payment: PaymentRow; changed: boolean; attempts: DepositAttemptRow[] }> {
   const payment = await store.lockPayment(trx, paymentId);
   if (!payment) throw new Error(`payment ${paymentId} not found`);
   if (payment.provider_payment_id !== null && payment.provider_payment_id !== state.providerPaymentId) {
@@ -133,7 +136,7 @@ export async function applyProviderState(
   ) {
     await flagConflict(trx, payment, now);
   }
-  const attemptsChanged = await recordAttempts(trx, payment, state.attempts, card);
+  const { changed: attemptsChanged, attempts } = await recordAttempts(trx, payment, state.attempts, card);
   let status = nextStatus(payment.status, state.outcome);
   if (
     status === 'canceled' &&
@@ -156,7 +159,7 @@ export async function applyProviderState(
     state.refundState !== payment.provider_refund_state ||
     nextAction !== payment.next_action ||
     payment.provider_payment_id === null;
-  if (!visible && !quiet) return { payment, changed: false };
+  if (!visible && !quiet) return { payment, changed: false, attempts };
   // Paid with its deposit in, and not settled yet (under this transaction's lock): settled now, its
   // settled_at stamped by this update and the wallet credited right after.
   const settling = nowPaid && deposit === 'succeeded' && payment.settled_at === null;
@@ -176,13 +179,14 @@ export async function applyProviderState(
     .returningAll()
     .executeTakeFirstOrThrow();
   if (settling) await settlePayment(trx, updated, now, true);
-  // A signup's first payment: once it is paid, its subscription exists (with the card it saved).
-  if (status === 'paid' && updated.subscription_id === null) {
+  // A signup's first payment: once it is paid, its subscription exists (with the card it saved). A
+  // caller that holds the checkout says whether it is a signup (`signup`); otherwise it is looked up.
+  if (status === 'paid' && updated.subscription_id === null && signup !== false) {
     if (await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now))
       updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }
   if (visible) await emitPaymentEvent(trx, updated, now);
-  return { payment: updated, changed: visible };
+  return { payment: updated, changed: visible, attempts };
 }
 
 /**

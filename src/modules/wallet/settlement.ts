@@ -6,7 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { toBigInt } from '../../lib/money.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { settlementSplit } from './arithmetic.ts';
-import { lockWallet, postMovement } from './ledger.ts';
+import { lockWalletWithReserveTerms, postMovement } from './ledger.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -21,14 +21,14 @@ export async function settlePayment(
   now: string,
   stamped = false,
 ): Promise<boolean> {
-  const organization = await trx
-    .selectFrom('organizations')
-    .select(['rolling_reserve_bp', 'rolling_reserve_days'])
-    .where('id', '=', payment.organization_id)
-    .executeTakeFirstOrThrow();
+  const { wallet, terms } = await lockWalletWithReserveTerms(
+    trx,
+    payment.organization_id,
+    payment.environment,
+    now,
+  );
   const net = toBigInt(payment.net_usd);
-  const { reserve, balance } = settlementSplit(net, toBigInt(organization.rolling_reserve_bp));
-  const wallet = await lockWallet(trx, payment.organization_id, payment.environment, now);
+  const { reserve, balance } = settlementSplit(net, toBigInt(terms.reserveBp));
   const movementId = await postMovement(trx, wallet, {
     kind: 'settlement',
     referenceId: payment.id,
@@ -48,7 +48,7 @@ export async function settlePayment(
   }
   if (movementId === null) return false;
   if (reserve > 0n) {
-    const releaseAt = new Date(Date.parse(now) + Number(organization.rolling_reserve_days) * DAY_MS);
+    const releaseAt = new Date(Date.parse(now) + terms.reserveDays * DAY_MS);
     await trx
       .insertInto('wallet_reserves')
       .values({
