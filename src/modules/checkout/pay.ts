@@ -79,9 +79,11 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
   const now = ctx.clock();
   const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
-    const locked = await store.lockSessionWithPayment(trx, sessionId);
-    const session = locked.session;
-    let payment = locked.payment;
+    const session = await store.lockSession(trx, sessionId);
+    // Read after the lock, in its own statement: on PostgreSQL a locking read that waited for another
+    // attempt's commit returns the latest version of the rows it locks only, so a payment joined into it
+    // would be as it stood before that attempt (still processing when it had just been paid or failed).
+    let payment = await payments.paymentOfCheckout(trx, session.id);
     assertPayable(session, payment, now);
     await store.updateSession(trx, session.id, {
       attempt_locked_until: new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString(),

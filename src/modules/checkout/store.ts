@@ -69,33 +69,25 @@ const PAYMENT_COLUMNS = Object.keys({
   updated_at: true,
 } satisfies Record<keyof PaymentsTable, true>) as (keyof PaymentsTable & string)[];
 
-/** A session with its payment, if any (a checkout has at most one); its columns come as `payment__<column>`. */
-function sessionWithPayment(db: Executor) {
-  return db
+// The hosted step's first read: the session by its token and its payment, if any (a checkout has at
+// most one), in one statement; the payment's columns come as `payment__<column>`.
+const byTokenWithPayment = prepareQuery(1, (db, tokenHash: string) =>
+  db
     .selectFrom('checkout_sessions')
     .leftJoin('payments', 'payments.checkout_session_id', 'checkout_sessions.id')
     .selectAll('checkout_sessions')
-    .select(PAYMENT_COLUMNS.map((column) => sql.ref(`payments.${column}`).as(`payment__${column}`)));
-}
-
-// The hosted step's first read: the session by its token and its payment, in one statement.
-const byTokenWithPayment = prepareQuery(1, (db, tokenHash: string) =>
-  sessionWithPayment(db).where('checkout_sessions.token_hash', '=', tokenHash),
+    .select(PAYMENT_COLUMNS.map((column) => sql.ref(`payments.${column}`).as(`payment__${column}`)))
+    .where('checkout_sessions.token_hash', '=', tokenHash),
 );
 
-// A card attempt's first statement: the session locked (on PostgreSQL) and its payment read.
-const lockedWithPayment = prepareQuery(1, (db, id: number) => {
-  const query = sessionWithPayment(db).where('checkout_sessions.id', '=', id);
-  return isPostgres(db) ? query.forUpdate('checkout_sessions') : query;
-});
-
-interface SessionAndPayment {
-  session: CheckoutSessionRow;
-  /** undefined: no payment yet. */
-  payment: PaymentRow | undefined;
-}
-
-function splitSessionAndPayment(row: Record<string, unknown>): SessionAndPayment {
+/** A session by its token with its payment (undefined: none yet), read in one statement. */
+export async function findByTokenWithPayment(
+  db: Executor,
+  token: string,
+): Promise<{ session: CheckoutSessionRow; payment: PaymentRow | undefined } | undefined> {
+  if (!TOKEN.test(token)) return undefined;
+  const row = (await byTokenWithPayment.first(db, sha256Hex(token))) as Record<string, unknown> | undefined;
+  if (!row) return undefined;
   const session: Record<string, unknown> = {};
   const payment: Record<string, unknown> = {};
   for (const [column, value] of Object.entries(row)) {
@@ -106,23 +98,6 @@ function splitSessionAndPayment(row: Record<string, unknown>): SessionAndPayment
     session: session as unknown as CheckoutSessionRow,
     payment: payment.id === null ? undefined : (payment as unknown as PaymentRow),
   };
-}
-
-/** A session by its token with its payment, read in one statement. */
-export async function findByTokenWithPayment(
-  db: Executor,
-  token: string,
-): Promise<SessionAndPayment | undefined> {
-  if (!TOKEN.test(token)) return undefined;
-  const row = (await byTokenWithPayment.first(db, sha256Hex(token))) as Record<string, unknown> | undefined;
-  return row ? splitSessionAndPayment(row) : undefined;
-}
-
-/** The session, locked for the rest of the transaction on PostgreSQL, with its payment: one statement. */
-export async function lockSessionWithPayment(trx: Executor, id: number): Promise<SessionAndPayment> {
-  const row = (await lockedWithPayment.first(trx, id)) as Record<string, unknown> | undefined;
-  if (!row) throw new Error(`Checkout session ${id} does not exist.`);
-  return splitSessionAndPayment(row);
 }
 
 /** The session row, locked for the rest of the transaction on PostgreSQL. */

@@ -53,6 +53,8 @@ export async function lockWalletWithReserveTerms(
     .returningAll()
     .returning([organization('rolling_reserve_bp'), organization('rolling_reserve_days')])
     .executeTakeFirstOrThrow();
+  if (row.rolling_reserve_bp === null || row.rolling_reserve_days === null)
+    throw new Error(`Organization ${organizationId} does not exist.`);
   return {
     wallet: { id: row.id, organizationId, environment, ...bucketsOf(row) },
     terms: { reserveBp: Number(row.rolling_reserve_bp), reserveDays: Number(row.rolling_reserve_days) },
