@@ -64,16 +64,14 @@ function unleasedEvents(db: Executor) {
  */
 function claimableEventIds(db: Executor, now: string, limit: number, lock = false) {
   const unleased = () =>
-    db
-      .selectFrom([
-        'events',
+    unleasedEvents(db)
+      .innerJoin(
         unleasedEvents(db)
           .select((eb) => eb.fn.min('id').as('lowest'))
           .as('first_unleased'),
-      ])
+        (join) => join.onTrue(),
+      )
       .select('events.id')
-      .where('events.dispatched_at', 'is', null)
-      .where('events.locked_until', 'is', null)
       .orderBy('events.id')
       .limit(limit);
   const past = (
