@@ -62,14 +62,8 @@ describe('a card attempt waiting on another attempt', () => {
 
     // The other attempt's last transaction, held open: the session locked, the payment failed (as the
     // fifth decline fails it), the session's attempt lock cleared.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let locked!: () => void;
-    const lockedYet = new Promise<void>((resolve) => {
-      locked = resolve;
-    });
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    const { promise: lockedYet, resolve: locked } = Promise.withResolvers<void>();
     const other = server.ctx.db.transaction().execute(async (trx) => {
       await lockSession(trx, session.id);
       const now = new Date().toISOString();

@@ -19,14 +19,8 @@ describe('the direct path of prepared queries', () => {
   test("a prepared read outside a transaction never sees the transaction's uncommitted row", async () => {
     const merchant = await createTestMerchant(server, 'Direct Shop');
     const hash = sha256Hex(`kassa_live_${randomBase62(40)}`);
-    let inserted!: () => void;
-    const insertedYet = new Promise<void>((resolve) => {
-      inserted = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { promise: insertedYet, resolve: inserted } = Promise.withResolvers<void>();
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
     const transaction = server.ctx.db
       .transaction()
       .execute(async (trx) => {

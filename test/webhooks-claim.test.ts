@@ -87,27 +87,19 @@ describe('the outbox claim', () => {
     const ids = await commitEvents(5 * BATCH);
     const now = Date.now();
     // Three claims in open transactions lock the window's rows (a batch of 64 reads 64 × 2 + 64 ids).
-    const held: Array<() => void> = [];
-    const claims: Promise<number>[] = [];
-    const transactions: Promise<void>[] = [];
-    for (let i = 0; i < 3; i++) {
-      let claimed!: (events: number) => void;
-      claims.push(
-        new Promise<number>((resolve) => {
-          claimed = resolve;
-        }),
-      );
-      const release = new Promise<void>((resolve) => held.push(resolve));
-      transactions.push(
-        server.ctx.db.transaction().execute(async (trx) => {
-          claimed((await dispatchEvents(trx, lease(`held ${i}`, now), BATCH, noDeliveryId)).events);
-          await release;
-        }),
-      );
-    }
-    assert.deepEqual(await Promise.all(claims), [BATCH, BATCH, BATCH]);
+    const held = [0, 1, 2].map(() => ({
+      claimed: Promise.withResolvers<number>(),
+      release: Promise.withResolvers<void>(),
+    }));
+    const transactions = held.map(({ claimed, release }, i) =>
+      server.ctx.db.transaction().execute(async (trx) => {
+        claimed.resolve((await dispatchEvents(trx, lease(`held ${i}`, now), BATCH, noDeliveryId)).events);
+        await release.promise;
+      }),
+    );
+    assert.deepEqual(await Promise.all(held.map(({ claimed }) => claimed.promise)), [BATCH, BATCH, BATCH]);
     const fourth = await dispatchEvents(server.ctx.db, lease('w4', now), BATCH, noDeliveryId);
-    for (const release of held) release();
+    for (const { release } of held) release.resolve();
     await Promise.all(transactions);
     assert.equal(fourth.events, BATCH, 'the fourth claim takes a full batch past the held window');
     // The three held claims took the first 192 events between them, the fourth the next 64 (all marked

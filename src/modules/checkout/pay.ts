@@ -154,18 +154,9 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
     if (state) {
       const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
       const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;
-      const applied = await failAfterDeclineLimit(
-        trx,
-        await applyProviderState(
-          trx,
-          payment.id,
-          state,
-          nowIso,
-          summary,
-          session.subscription_plan_id !== null,
-        ),
-        nowIso,
-      );
+      const signup = session.subscription_plan_id !== null;
+      const fromProvider = await applyProviderState(trx, payment.id, state, nowIso, summary, signup);
+      const applied = await failAfterDeclineLimit(trx, fromProvider, nowIso);
       current = applied.payment;
       attempts = applied.attempts;
     }
