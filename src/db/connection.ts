@@ -76,7 +76,14 @@ export async function openAndMigrate(config: Config['database']): Promise<DbHand
   }
   const handle = openDatabase(config);
   try {
-    return { ...handle, applied: await migrateToLatest(handle.db, handle.kind) };
+    return {
+      ...handle,
+      applied: await migrateToLatest(
+        handle.db,
+        handle.kind,
+        config.kind === 'postgres' ? outboxChannel(config.schema) : undefined,
+      ),
+    };
   } catch (error) {
     await handle.close();
     throw error;

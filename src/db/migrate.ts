@@ -11,8 +11,12 @@ import type { DatabaseKind } from '../config.ts';
 import type { Database } from './database.ts';
 import { migrations } from './migrations/index.ts';
 
-export async function migrateToLatest(db: Kysely<Database>, kind: DatabaseKind): Promise<string[]> {
-  const list = migrations(kind);
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  kind: DatabaseKind,
+  outboxChannel?: string,
+): Promise<string[]> {
+  const list = migrations(kind, outboxChannel);
   return db.transaction().execute(async (trx) => {
     if (kind === 'postgres') {
       await sql`select pg_advisory_xact_lock(hashtext(current_schema()), 4242)`.execute(trx);

@@ -3,6 +3,8 @@
 // its transaction commits (or right after the insert, outside a transaction) this process's listeners
 // are called. On PostgreSQL a NOTIFY on the schema's channel goes out in the same transaction, so
 // workers in other processes (LISTEN, see listen.ts) wake at the commit too; a rollback sends nothing.
+// For `events` the database sends it (a trigger, migration 017); for a delivery inserted to be sent
+// again (a redelivery, a test delivery: rare) the driver sends it before the commit.
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -50,17 +52,22 @@ export function outboxChannel(schema: string | null): string {
  * worker at every batch of outcomes.
  */
 export function writesOutbox(query: CompiledQuery): boolean {
+  return outboxTableOf(query) !== null;
+}
+
+/** The outbox table `query` inserts into (writesOutbox), or null. */
+function outboxTableOf(query: CompiledQuery): string | null {
   const node = query.query;
-  return (
-    node.kind === 'InsertQueryNode' &&
-    node.onConflict === undefined &&
-    OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '')
-  );
+  if (node.kind !== 'InsertQueryNode' || node.onConflict !== undefined) return null;
+  const table = node.into?.table.identifier.name ?? '';
+  return OUTBOX_TABLES.has(table) ? table : null;
 }
 
 class SignallingConnection implements DatabaseConnection {
   inTransaction = false;
   wroteOutbox = false;
+  /** The transaction inserted a delivery: the driver NOTIFYs before its commit (events: the trigger). */
+  needsNotify = false;
   readonly inner: DatabaseConnection;
   private readonly driver: SignallingDriver;
 
@@ -72,9 +79,14 @@ class SignallingConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     this.driver.signal.statements++;
     const result = await this.inner.executeQuery<R>(query);
-    if (writesOutbox(query)) {
-      if (this.inTransaction) this.wroteOutbox = true;
-      else await this.driver.committed(this.inner);
+    const table = outboxTableOf(query);
+    if (table !== null) {
+      const notify = table !== 'events';
+      if (!this.inTransaction) await this.driver.committed(this.inner, notify);
+      else {
+        this.wroteOutbox = true;
+        if (notify) this.needsNotify = true;
+      }
     }
     return result;
   }
@@ -131,13 +143,14 @@ class SignallingDriver implements Driver {
     if (connection instanceof SignallingConnection) {
       connection.inTransaction = true;
       connection.wroteOutbox = false;
+      connection.needsNotify = false;
     }
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const wrote = connection instanceof SignallingConnection && connection.wroteOutbox;
     // NOTIFY inside the transaction: PostgreSQL delivers it at the commit, and not on a rollback.
-    if (wrote && this.notify) {
+    if (connection instanceof SignallingConnection && connection.needsNotify && this.notify) {
       this.signal.statements++;
       await unwrap(connection).executeQuery(this.notify);
     }
@@ -161,9 +174,9 @@ class SignallingDriver implements Driver {
     return this.inner.destroy();
   }
 
-  /** An insert outside a transaction has committed already. */
-  async committed(connection: DatabaseConnection): Promise<void> {
-    if (this.notify) {
+  /** An insert outside a transaction has committed already (`notify`: no trigger sent its NOTIFY). */
+  async committed(connection: DatabaseConnection, notify: boolean): Promise<void> {
+    if (notify && this.notify) {
       this.signal.statements++;
       await connection.executeQuery(this.notify);
     }
@@ -174,6 +187,7 @@ class SignallingDriver implements Driver {
     if (!(connection instanceof SignallingConnection)) return;
     connection.inTransaction = false;
     connection.wroteOutbox = false;
+    connection.needsNotify = false;
   }
 }
 

@@ -17,8 +17,10 @@ import { subscriptions } from './013-subscriptions.ts';
 import { renewals } from './014-renewals.ts';
 import { webhookWriteOnce } from './015-webhook-write-once.ts';
 import { eventClaimIndexes } from './016-event-claim-indexes.ts';
+import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
 
-export function migrations(kind: DatabaseKind): Record<string, Migration> {
+/** `outboxChannel`: the NOTIFY channel of the schema being migrated (PostgreSQL; see outbox-signal.ts). */
+export function migrations(kind: DatabaseKind, outboxChannel = 'kassa_events'): Record<string, Migration> {
   return {
     '001_foundation': foundation(kind),
     '002_checkout_payments': checkoutPayments(kind),
@@ -36,5 +38,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '014_renewals': renewals(),
     '015_webhook_write_once': webhookWriteOnce(),
     '016_event_claim_indexes': eventClaimIndexes(),
+    '017_event_notify_trigger': eventNotifyTrigger(kind, outboxChannel),
   };
 }

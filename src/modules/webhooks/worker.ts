@@ -145,10 +145,14 @@ export class DeliveryWorker {
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
     started += dispatched.events;
     room -= dispatched.claimed.length;
-    if (room > 0) {
+    if (room > 0 && probe !== null && (probe.nextDueAt === null || probe.nextDueAt > lease.now)) {
+      // The probe read a moment ago that no retry is due: no second read for it. One falling due since
+      // is claimed at the round idleMs() schedules for it.
+      this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
+    } else if (room > 0) {
       const dueLease = this.lease();
       // Known due when the probe saw it (at the earlier lease time); the claim re-checks in its statement.
-      const known = probe !== null && probe.nextDueAt !== null && probe.nextDueAt <= lease.now;
+      const known = probe !== null && probe.nextDueAt !== null;
       const due = await claimDueDeliveries(this.ctx.db, dueLease, Math.min(room, CLAIM_BATCH), known);
       for (const delivery of due.claimed) this.start(delivery, dueLease);
       started += due.claimed.length;
