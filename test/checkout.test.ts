@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { transactionEventPayload } from '../src/modules/payments/events.ts';
 import {
   attemptsOf,
   CARDS,
@@ -87,6 +88,42 @@ describe('the hosted checkout with test cards (production)', () => {
       redirect_url: URLS.successUrl,
     });
     assert.equal((await eventsOf(server, checkout.checkout_id)).length, 2);
+  });
+
+  test("a card payment's events carry its checkout's references and its attempts as the API reads them", async () => {
+    // The pay step builds these payloads from what it holds (the checkout, the attempts it has just
+    // written) instead of reading them again: they must be what a read gives.
+    const checkout = await createCheckout(server, key, {
+      metadata: { order: 'A-17', channel: 'web' },
+      client_reference_id: 'cart-99',
+    });
+    await pay(server, checkout.token, CARDS.declined);
+    const paid = await pay(server, checkout.token, CARDS.success);
+    assert.equal(paid.body.payment_status, 'paid', paid.text);
+    const events = await eventsOf(server, checkout.checkout_id);
+    assert.deepEqual(
+      events.map((event) => [event.status, attemptsOf(event).length]),
+      [
+        ['processing', 0],
+        ['processing', 1],
+        ['paid', 2],
+      ],
+    );
+    for (const event of events) {
+      assert.deepEqual(event.metadata, { order: 'A-17', channel: 'web' });
+      assert.equal(event.client_reference_id, 'cart-99');
+      assert.equal(event.subscription_id, null);
+      assert.equal(event.order_id, checkout.checkout_id);
+    }
+    const api = await call<Json>(server, 'GET', `/api/transactions/${paid.body.transaction_id}/`, {
+      apiKey: key,
+    });
+    assert.equal(api.status, 200, api.text);
+    const { event: _event, livemode: _livemode, ...last } = events[2];
+    const row = await paymentRow(server, paid.body.transaction_id as string);
+    assert.deepEqual(last, await transactionEventPayload(server.ctx.db, row));
+    assert.deepEqual(last.depositAttempts, api.body.depositAttempts);
+    assert.deepEqual(attemptsOf(events[1]), (api.body.depositAttempts as Json[]).slice(1));
   });
 
   test('any other Luhn-valid number succeeds and keeps its brand', async () => {

@@ -46,6 +46,53 @@ describe('the wallet ledger', () => {
     assert.deepEqual(buckets, { balance: 874n, reserve: 97n, held: 0n });
   });
 
+  test("an organization's first settlements, concurrent, make one wallet and credit each payment once", async () => {
+    // A settlement credits without locking the wallet first; the first ones of an organization find no
+    // wallet and make it (one of them; the others wait for its row and use it).
+    const merchant = await createTestMerchant(server);
+    const payments = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        createPaidPayment(server.ctx, {
+          organizationId: merchant.organizationId,
+          gross: 1_000n,
+          settle: false,
+        }),
+      ),
+    );
+    const now = new Date().toISOString();
+    const settled = await Promise.all(
+      payments.map((payment) =>
+        server.ctx.db.transaction().execute((trx) => settlePayment(trx, payment, now)),
+      ),
+    );
+    assert.deepEqual(settled, Array(8).fill(true));
+    const wallets = await server.ctx.db
+      .selectFrom('wallets')
+      .select('id')
+      .where('organization_id', '=', merchant.organizationId)
+      .execute();
+    assert.equal(wallets.length, 1);
+    const reserves = await server.ctx.db
+      .selectFrom('wallet_reserves')
+      .select(['amount', 'wallet_id'])
+      .where('wallet_id', '=', wallets[0].id)
+      .execute();
+    assert.deepEqual(
+      reserves.map((row) => Number(row.amount)),
+      Array(8).fill(97),
+    );
+    // 8 × (net 9.71: reserve 0.97, balance 8.74).
+    const buckets = await assertLedgerBalanced(server.ctx, merchant.organizationId);
+    assert.deepEqual(buckets, { balance: 8n * 874n, reserve: 8n * 97n, held: 0n });
+    const again = await Promise.all(
+      payments.map((payment) =>
+        server.ctx.db.transaction().execute((trx) => settlePayment(trx, payment, now)),
+      ),
+    );
+    assert.deepEqual(again, Array(8).fill(false));
+    assert.deepEqual(await assertLedgerBalanced(server.ctx, merchant.organizationId), buckets);
+  });
+
   test("an EUR payment credits its net converted at the payment's rate", async () => {
     const merchant = await createTestMerchant(server);
     const payment = await createPaidPayment(server.ctx, {

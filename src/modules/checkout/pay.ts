@@ -79,7 +79,7 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
   const now = ctx.clock();
   const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
-    const session = await store.lockSession(trx, sessionId);
+    const { session, feeBp } = await store.lockSessionWithFee(trx, sessionId);
     // Read after the lock, in its own statement: on PostgreSQL a locking read that waited for another
     // attempt's commit returns the latest version of the rows it locks only, so a payment joined into it
     // would be as it stood before that attempt (still processing when it had just been paid or failed).
@@ -91,7 +91,7 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
     // A payment opened by this transaction has had no attempt yet: the first needs no count.
     const attemptNumber =
       payment === undefined ? 1 : (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;
-    payment ??= await openCheckoutPayment(ctx, trx, session, provider, nowIso);
+    payment ??= await openCheckoutPayment(ctx, trx, session, provider, nowIso, feeBp);
     const operation = await recordOperation(
       trx,
       {
@@ -154,8 +154,7 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
     if (state) {
       const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
       const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;
-      const signup = session.subscription_plan_id !== null;
-      const fromProvider = await applyProviderState(trx, payment.id, state, nowIso, summary, signup);
+      const fromProvider = await applyProviderState(trx, payment.id, state, nowIso, summary, session);
       const applied = await failAfterDeclineLimit(trx, fromProvider, nowIso);
       current = applied.payment;
       attempts = applied.attempts;

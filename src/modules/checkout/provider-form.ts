@@ -29,20 +29,24 @@ export interface ProviderForm {
   };
 }
 
-/** Opens the Kassa payment of a checkout (processing): fee and FX are fixed here. In the caller's transaction. */
+/**
+ * Opens the Kassa payment of a checkout (processing): fee and FX are fixed here. In the caller's
+ * transaction. `feeBp`: the organization's fee, when the caller read it (else it is read here).
+ */
 export async function openCheckoutPayment(
   ctx: AppContext,
   trx: Executor,
   session: CheckoutSessionRow,
   provider: PaymentProvider,
   nowIso: string,
+  feeBp: number | null = null,
 ): Promise<PaymentRow> {
-  const organization = await store.organizationTerms(trx, session.organization_id);
+  const fee = feeBp ?? (await store.organizationTerms(trx, session.organization_id)).fee_bp;
   return openPayment(
     trx,
     session,
     {
-      feeBp: toBigInt(organization.fee_bp),
+      feeBp: toBigInt(fee),
       fxEurUsd: ctx.config.fxEurUsd,
       provider: provider.name,
       simulated: provider.name === 'simulator',
@@ -107,7 +111,7 @@ async function openAtProvider(
       return { payment, clientSecret: null };
     }
     const opened = call.value;
-    const applied = await applyProviderState(trx, payment.id, opened.payment, nowIso);
+    const applied = await applyProviderState(trx, payment.id, opened.payment, nowIso, null, session);
     await settleOperation(
       trx,
       operation.id,

@@ -106,6 +106,33 @@ export function lockSession(trx: Executor, id: number): Promise<CheckoutSessionR
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
+/**
+ * lockSession, with its organization's fee (basis points) read by the same statement: a card attempt
+ * that opens the checkout's payment fixes the fee from it, without a read of its own.
+ */
+export async function lockSessionWithFee(
+  trx: Executor,
+  id: number,
+): Promise<{ session: CheckoutSessionRow; feeBp: number }> {
+  const query = trx
+    .selectFrom('checkout_sessions')
+    .selectAll('checkout_sessions')
+    .select((eb) =>
+      eb
+        .selectFrom('organizations')
+        .select('organizations.fee_bp')
+        .whereRef('organizations.id', '=', 'checkout_sessions.organization_id')
+        .as('organization_fee_bp'),
+    )
+    .where('checkout_sessions.id', '=', id);
+  const { organization_fee_bp: feeBp, ...session } = await (isPostgres(trx)
+    ? query.forUpdate('checkout_sessions')
+    : query
+  ).executeTakeFirstOrThrow();
+  if (feeBp === null) throw new Error(`Organization ${session.organization_id} does not exist.`);
+  return { session, feeBp };
+}
+
 /** Every column of a session but its id, in the order of the prepared insert. */
 export const SESSION_COLUMNS = [
   'public_id',

@@ -8,9 +8,23 @@ import { presentAttempt, presentReferences } from './present.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
 
+/**
+ * What a payment's payload shows besides the payment row: its checkout's references (set when the
+ * checkout is created, never changed after) and its attempts, newest first, as they stand in the
+ * caller's transaction. A caller that holds both passes them; otherwise they are read.
+ */
+export interface PaymentEventContext {
+  checkout: store.CheckoutReference;
+  attempts: store.PresentedAttempt[];
+}
+
 /** The payload of a payment as it is now (also what a manual resend sends). */
-export async function transactionEventPayload(db: Executor, payment: PaymentRow) {
-  const { attempts, checkout } = await store.eventReadOfPayment(db, payment);
+export async function transactionEventPayload(
+  db: Executor,
+  payment: PaymentRow,
+  known: PaymentEventContext | null = null,
+) {
+  const { attempts, checkout } = known ?? (await store.eventReadOfPayment(db, payment));
   return {
     transaction_id: payment.public_id,
     order_id: checkout.public_id,
@@ -27,13 +41,18 @@ export async function transactionEventPayload(db: Executor, payment: PaymentRow)
   };
 }
 
-export async function emitPaymentEvent(trx: Executor, payment: PaymentRow, now: string): Promise<void> {
+export async function emitPaymentEvent(
+  trx: Executor,
+  payment: PaymentRow,
+  now: string,
+  known: PaymentEventContext | null = null,
+): Promise<void> {
   await emitEvent(trx, {
     organizationId: payment.organization_id,
     environment: payment.environment,
     type: 'transaction.status_changed',
     subject: payment.public_id,
-    payload: await transactionEventPayload(trx, payment),
+    payload: await transactionEventPayload(trx, payment, known),
     now,
   });
 }

@@ -87,7 +87,8 @@ export async function openPayment(
     })
     .returningAll()
     .executeTakeFirstOrThrow();
-  await emitPaymentEvent(trx, payment, now);
+  // A payment just opened has no attempt yet, and its checkout is the one in hand.
+  await emitPaymentEvent(trx, payment, now, { checkout: session, attempts: [] });
   return payment;
 }
 
@@ -113,8 +114,8 @@ export function nextStatus(current: PaymentStatus, outcome: ProviderPaymentOutco
  * Applies what the provider says about a payment: new or changed attempts, the status move, the deposit,
  * settlement once the payment is paid and its deposit succeeded, and one event if anything visible changed.
  * Idempotent: applying the same (or an older) state again changes nothing. `card`: the brand and last
- * 4 digits of the attempt the caller made; `signup`: whether the payment's checkout is a subscription's
- * signup, when the caller holds the checkout (null: read it if it matters).
+ * 4 digits of the attempt the caller made; `checkout`: the payment's checkout, when the caller holds it
+ * (whether it is a subscription's signup, and its references for the event; null: read what matters).
  */
 export async function applyProviderState(
   trx: Executor,
@@ -122,7 +123,7 @@ export async function applyProviderState(
   state: ProviderPaymentState,
   now: string,
   card: CardSummary | null = null,
-  signup: boolean | null = null,
+  checkout: CheckoutSessionRow | null = null,
 ): Promise<{ payment: PaymentRow; changed: boolean; attempts: DepositAttemptRow[] }> {
   const payment = await store.lockPayment(trx, paymentId);
   if (!payment) throw new Error(`payment ${paymentId} not found`);
@@ -161,7 +162,7 @@ export async function applyProviderState(
     payment.provider_payment_id === null;
   if (!visible && !quiet) return { payment, changed: false, attempts };
   // Paid with its deposit in, and not settled yet (under this transaction's lock): settled now, its
-  // settled_at stamped by this update and the wallet credited right after.
+  // settled_at stamped by this update and the wallet credited at the end.
   const settling = nowPaid && deposit === 'succeeded' && payment.settled_at === null;
   let updated = await trx
     .updateTable('payments')
@@ -178,14 +179,17 @@ export async function applyProviderState(
     .where('status', '=', payment.status)
     .returningAll()
     .executeTakeFirstOrThrow();
-  if (settling) await settlePayment(trx, updated, now, true);
   // A signup's first payment: once it is paid, its subscription exists (with the card it saved). A
-  // caller that holds the checkout says whether it is a signup (`signup`); otherwise it is looked up.
+  // caller that holds the checkout tells whether it is a signup; otherwise it is looked up.
+  const signup = checkout === null ? null : checkout.subscription_plan_id !== null;
   if (status === 'paid' && updated.subscription_id === null && signup !== false) {
     if (await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now))
       updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }
-  if (visible) await emitPaymentEvent(trx, updated, now);
+  // The attempts as recordAttempts left them under this transaction's lock: the event need not read them.
+  if (visible) await emitPaymentEvent(trx, updated, now, checkout === null ? null : { checkout, attempts });
+  // Last: the wallet's row is what every payment of the organization waits for (settlement.ts).
+  if (settling) await settlePayment(trx, updated, now, true);
   return { payment: updated, changed: visible, attempts };
 }
 

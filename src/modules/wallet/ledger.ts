@@ -37,30 +37,6 @@ export interface ReserveTerms {
   reserveDays: number;
 }
 
-/**
- * lockWallet, with the organization's rolling-reserve terms read by the same statement (a settlement
- * needs both): one round trip instead of two.
- */
-export async function lockWalletWithReserveTerms(
-  trx: Executor,
-  organizationId: number,
-  environment: Environment,
-  now: string,
-): Promise<{ wallet: LockedWallet; terms: ReserveTerms }> {
-  const organization = (column: 'rolling_reserve_bp' | 'rolling_reserve_days') =>
-    trx.selectFrom('organizations').select(column).where('organizations.id', '=', organizationId).as(column);
-  const row = await walletUpsert(trx, organizationId, environment, now)
-    .returningAll()
-    .returning([organization('rolling_reserve_bp'), organization('rolling_reserve_days')])
-    .executeTakeFirstOrThrow();
-  if (row.rolling_reserve_bp === null || row.rolling_reserve_days === null)
-    throw new Error(`Organization ${organizationId} does not exist.`);
-  return {
-    wallet: { id: row.id, organizationId, environment, ...bucketsOf(row) },
-    terms: { reserveBp: Number(row.rolling_reserve_bp), reserveDays: Number(row.rolling_reserve_days) },
-  };
-}
-
 // One statement makes the wallet if it is missing and returns it locked: on a conflict the no-op update
 // takes the row lock (as SELECT … FOR UPDATE would) and RETURNING reads its latest version. SQLite has one
 // writer, whose transaction already holds the database.
@@ -107,12 +83,7 @@ export async function postMovement(
   wallet: LockedWallet,
   movement: NewMovement,
 ): Promise<number | null> {
-  const entries = Object.entries(movement.entries).filter(([, amount]) => amount !== 0n) as [
-    LedgerAccount,
-    bigint,
-  ][];
-  const sum = entries.reduce((total, [, amount]) => total + amount, 0n);
-  if (sum !== 0n) throw new UnbalancedMovementError(`${movement.kind} entries sum to ${sum}, not 0`);
+  balancedEntries(movement);
   const inserted = await trx
     .insertInto('wallet_movements')
     .values({
@@ -127,13 +98,43 @@ export async function postMovement(
     .returning('id')
     .executeTakeFirst();
   if (!inserted) return null;
+  await postEntries(trx, wallet.id, inserted.id, movement);
+  const delta = (bucket: (typeof BUCKETS)[number]) => movement.entries[bucket] ?? 0n;
+  wallet.balance += delta('balance');
+  wallet.reserve += delta('reserve');
+  wallet.held += delta('held');
+  return inserted.id;
+}
+
+/** Checks that a movement's entries sum to zero; returns the non-zero ones. */
+function balancedEntries(movement: Pick<NewMovement, 'kind' | 'entries'>): [LedgerAccount, bigint][] {
+  const entries = Object.entries(movement.entries).filter(([, amount]) => amount !== 0n) as [
+    LedgerAccount,
+    bigint,
+  ][];
+  const sum = entries.reduce((total, [, amount]) => total + amount, 0n);
+  if (sum !== 0n) throw new UnbalancedMovementError(`${movement.kind} entries sum to ${sum}, not 0`);
+  return entries;
+}
+
+/**
+ * Writes a posted movement's entries and applies its bucket deltas to the wallet row, that update last:
+ * it takes the wallet's row lock on PostgreSQL if the caller had not, and holds it to the commit.
+ */
+async function postEntries(
+  trx: Executor,
+  walletId: number,
+  movementId: number,
+  movement: Pick<NewMovement, 'kind' | 'entries' | 'now'>,
+): Promise<void> {
+  const entries = balancedEntries(movement);
   if (entries.length > 0) {
     await trx
       .insertInto('wallet_entries')
       .values(
         entries.map(([account, amount]) => ({
-          movement_id: inserted.id,
-          wallet_id: wallet.id,
+          movement_id: movementId,
+          wallet_id: walletId,
           account,
           amount: Number(amount),
           created_at: movement.now,
@@ -152,11 +153,86 @@ export async function postMovement(
         held: sql`held + ${Number(delta('held'))}`,
         updated_at: movement.now,
       })
-      .where('id', '=', wallet.id)
+      .where('id', '=', walletId)
       .execute();
-    wallet.balance += delta('balance');
-    wallet.reserve += delta('reserve');
-    wallet.held += delta('held');
   }
-  return inserted.id;
+}
+
+/** A credit posted without locking the wallet first (postCredit). */
+export interface PostedCredit {
+  walletId: number;
+  movementId: number;
+  terms: ReserveTerms;
+}
+
+/**
+ * Posts a movement that only credits the wallet (a settlement), for which nothing needs the wallet's
+ * buckets first: no lock before it. One statement inserts the movement on the organization's wallet and
+ * reads the wallet's id and the organization's reserve terms (`entries` makes the entries from those);
+ * the entries follow, with `after` (the caller's rows that need the terms), and the wallet's relative
+ * update comes last, so that PostgreSQL holds the wallet's row lock, which every payment of the
+ * organization waits for, from there to the commit only. Null (nothing changed) when this kind of
+ * movement was already posted for the reference. A wallet not made yet is made (and locked) first.
+ */
+export async function postCredit(
+  trx: Executor,
+  organizationId: number,
+  environment: Environment,
+  movement: Omit<NewMovement, 'entries'>,
+  entries: (terms: ReserveTerms) => NewMovement['entries'],
+  after: (posted: PostedCredit) => Promise<void>,
+): Promise<PostedCredit | null> {
+  let inserted = await insertCredit(trx, organizationId, environment, movement);
+  if (inserted === undefined) {
+    // No row: the wallet does not exist yet, or the movement was posted before. Made if missing, then
+    // tried once more (a movement posted before still inserts nothing).
+    await lockWallet(trx, organizationId, environment, movement.now);
+    inserted = await insertCredit(trx, organizationId, environment, movement);
+    if (inserted === undefined) return null;
+  }
+  if (inserted.rolling_reserve_bp === null || inserted.rolling_reserve_days === null)
+    throw new Error(`Organization ${organizationId} does not exist.`);
+  const posted: PostedCredit = {
+    walletId: inserted.wallet_id,
+    movementId: inserted.id,
+    terms: {
+      reserveBp: Number(inserted.rolling_reserve_bp),
+      reserveDays: Number(inserted.rolling_reserve_days),
+    },
+  };
+  const made = { ...movement, entries: entries(posted.terms) };
+  balancedEntries(made);
+  await after(posted);
+  await postEntries(trx, posted.walletId, posted.movementId, made);
+  return posted;
+}
+
+function insertCredit(
+  trx: Executor,
+  organizationId: number,
+  environment: Environment,
+  movement: Omit<NewMovement, 'entries'>,
+) {
+  const organization = (column: 'rolling_reserve_bp' | 'rolling_reserve_days') =>
+    trx.selectFrom('organizations').select(column).where('organizations.id', '=', organizationId).as(column);
+  return trx
+    .insertInto('wallet_movements')
+    .columns(['wallet_id', 'kind', 'reference_id', 'reference_public_id', 'amount', 'created_at'])
+    .expression(
+      trx
+        .selectFrom('wallets')
+        .select([
+          'wallets.id',
+          sql<string>`cast(${movement.kind} as text)`.as('kind'),
+          sql<number>`cast(${movement.referenceId} as bigint)`.as('reference_id'),
+          sql<string>`cast(${movement.referencePublicId} as text)`.as('reference_public_id'),
+          sql<number>`cast(${Number(movement.amount)} as bigint)`.as('amount'),
+          sql<string>`cast(${movement.now} as text)`.as('created_at'),
+        ])
+        .where('wallets.organization_id', '=', organizationId)
+        .where('wallets.environment', '=', environment),
+    )
+    .onConflict((oc) => oc.columns(['kind', 'reference_id']).doNothing())
+    .returning(['id', 'wallet_id', organization('rolling_reserve_bp'), organization('rolling_reserve_days')])
+    .executeTakeFirst();
 }

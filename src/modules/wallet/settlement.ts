@@ -6,14 +6,16 @@ import type { Executor } from '../../db/database.ts';
 import { toBigInt } from '../../lib/money.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { settlementSplit } from './arithmetic.ts';
-import { lockWalletWithReserveTerms, postMovement } from './ledger.ts';
+import { postCredit, type ReserveTerms } from './ledger.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Credits a paid payment's net to its wallet once (the movement is unique per payment) and stamps its
  * settled_at. `stamped`: the caller already set settled_at in its own update of the row, under the same
- * transaction's lock (applyProviderState), so it is not stamped again.
+ * transaction's lock (applyProviderState), so it is not stamped again. A credit needs no look at the
+ * wallet's buckets, so the wallet is not locked first: its row is updated last (postCredit), which keeps
+ * the organization's other payments waiting on that row for the shortest time.
  */
 export async function settlePayment(
   trx: Executor,
@@ -21,22 +23,6 @@ export async function settlePayment(
   now: string,
   stamped = false,
 ): Promise<boolean> {
-  const { wallet, terms } = await lockWalletWithReserveTerms(
-    trx,
-    payment.organization_id,
-    payment.environment,
-    now,
-  );
-  const net = toBigInt(payment.net_usd);
-  const { reserve, balance } = settlementSplit(net, toBigInt(terms.reserveBp));
-  const movementId = await postMovement(trx, wallet, {
-    kind: 'settlement',
-    referenceId: payment.id,
-    referencePublicId: payment.public_id,
-    amount: net,
-    entries: { settlements: -net, reserve, balance },
-    now,
-  });
   // settled_at is stamped even when the movement was posted before: a settled payment always carries it.
   if (!stamped) {
     await trx
@@ -46,20 +32,36 @@ export async function settlePayment(
       .where('settled_at', 'is', null)
       .execute();
   }
-  if (movementId === null) return false;
-  if (reserve > 0n) {
-    const releaseAt = new Date(Date.parse(now) + terms.reserveDays * DAY_MS);
-    await trx
-      .insertInto('wallet_reserves')
-      .values({
-        wallet_id: wallet.id,
-        payment_id: payment.id,
-        amount: Number(reserve),
-        release_at: releaseAt.toISOString(),
-        released_at: null,
-        released_amount: null,
-      })
-      .execute();
-  }
-  return true;
+  const net = toBigInt(payment.net_usd);
+  const split = (terms: ReserveTerms) => settlementSplit(net, toBigInt(terms.reserveBp));
+  const posted = await postCredit(
+    trx,
+    payment.organization_id,
+    payment.environment,
+    {
+      kind: 'settlement',
+      referenceId: payment.id,
+      referencePublicId: payment.public_id,
+      amount: net,
+      now,
+    },
+    (terms) => ({ settlements: -net, ...split(terms) }),
+    async ({ walletId, terms }) => {
+      const { reserve } = split(terms);
+      if (reserve <= 0n) return;
+      const releaseAt = new Date(Date.parse(now) + terms.reserveDays * DAY_MS);
+      await trx
+        .insertInto('wallet_reserves')
+        .values({
+          wallet_id: walletId,
+          payment_id: payment.id,
+          amount: Number(reserve),
+          release_at: releaseAt.toISOString(),
+          released_at: null,
+          released_amount: null,
+        })
+        .execute();
+    },
+  );
+  return posted !== null;
 }
