@@ -9,6 +9,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseKind } from '../config.ts';
 import type { Database } from './database.ts';
+import { writeOutboxNotify } from './migrations/017-event-notify-trigger.ts';
 import { migrations } from './migrations/index.ts';
 
 export async function migrateToLatest(
@@ -44,6 +45,8 @@ export async function migrateToLatest(
       );
       applied.push(name);
     }
+    // The events trigger NOTIFYs the channel this process listens on, whoever wrote it before (017).
+    if (kind === 'postgres' && outboxChannel !== undefined) await writeOutboxNotify(trx, outboxChannel);
     return applied;
   });
 }

@@ -40,9 +40,13 @@ export class OutboxSignal {
   }
 }
 
-/** The NOTIFY channel of one schema (two schemas on one server do not wake each other). */
+/**
+ * The NOTIFY channel of one schema (two schemas on one server do not wake each other). Cut to 63
+ * characters, PostgreSQL's longest name (pg_notify refuses a longer one): two schemas whose names share
+ * their first 50 characters share a channel, which costs each a wake-up it did not need, nothing more.
+ */
 export function outboxChannel(schema: string | null): string {
-  return schema ? `kassa_events_${schema}` : 'kassa_events';
+  return (schema ? `kassa_events_${schema}` : 'kassa_events').slice(0, 63);
 }
 
 /**

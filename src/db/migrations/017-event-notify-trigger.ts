@@ -5,23 +5,32 @@
 // one statement more in each such transaction (two per payment). A writer that is not the service (a
 // restore, an operator's SQL) now wakes the workers too. SQLite needs nothing: its workers watch the
 // database file's write-ahead log.
-import { type Kysely, type Migration, sql } from 'kysely';
+import { type Kysely, type Migration, type QueryExecutorProvider, sql } from 'kysely';
 import type { DatabaseKind } from '../../config.ts';
+
+/**
+ * (Re)writes the trigger's function with `channel`, the schema's outbox channel as this process names
+ * it. Run by the migration and again at every start (migrate.ts), so that a schema renamed or restored
+ * under another name, or a migration run by a process that named it otherwise, wakes the listeners of
+ * the processes running now. The function lives in the schema being migrated (the search path's first).
+ */
+export async function writeOutboxNotify(db: QueryExecutorProvider, channel: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) throw new Error(`unexpected outbox channel ${channel}`);
+  await sql`
+    create or replace function kassa_outbox_notify() returns trigger language plpgsql as $$
+    begin
+      perform pg_notify(${sql.lit(channel)}, '');
+      return null;
+    end
+    $$`.execute(db);
+}
 
 /** `channel`: the schema's outbox channel, as the migrating process names it (outboxChannel). */
 export function eventNotifyTrigger(kind: DatabaseKind, channel: string): Migration {
   return {
     async up(db: Kysely<unknown>) {
       if (kind !== 'postgres') return;
-      if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`unexpected outbox channel ${channel}`);
-      // The function and the trigger live in the schema being migrated (the search path's first).
-      await sql`
-        create function kassa_outbox_notify() returns trigger language plpgsql as $$
-        begin
-          perform pg_notify(${sql.lit(channel)}, '');
-          return null;
-        end
-        $$`.execute(db);
+      await writeOutboxNotify(db, channel);
       await sql`
         create trigger events_notify after insert on events
         for each statement execute function kassa_outbox_notify()`.execute(db);

@@ -60,7 +60,10 @@ export function parseCard(input: PayInput): ParsedCard {
   return { number, expMonth, expYear, cvc, holderName, brand: cardBrand(number), last4: number.slice(-4) };
 }
 
-function assertPayable(session: CheckoutSessionRow, payment: PaymentRow | undefined, now: Date) {
+const IN_FLIGHT = 'A payment attempt for this checkout is already in progress.';
+
+/** The checkout is open for a card attempt (whether one is in flight is asked apart). */
+function assertOpenForAttempt(session: CheckoutSessionRow, payment: PaymentRow | undefined, now: Date) {
   const state = checkoutState(session, payment, now);
   assertStillOpen(state);
   if (state === 'pending') {
@@ -68,9 +71,11 @@ function assertPayable(session: CheckoutSessionRow, payment: PaymentRow | undefi
       "This checkout's payment is awaiting the bank's decision; check its status instead.",
     );
   }
-  if (attemptInFlight(session, now)) {
-    throw new ConflictError('A payment attempt for this checkout is already in progress.');
-  }
+}
+
+function assertPayable(session: CheckoutSessionRow, payment: PaymentRow | undefined, now: Date) {
+  assertOpenForAttempt(session, payment, now);
+  if (attemptInFlight(session, now)) throw new ConflictError(IN_FLIGHT);
 }
 
 /** Step 1: checks the checkout can take an attempt, reserves it, opens the payment on the first one, and
@@ -79,15 +84,23 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
   const now = ctx.clock();
   const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
-    const { session, feeBp } = await store.lockSessionWithFee(trx, sessionId);
-    // Read after the lock, in its own statement: on PostgreSQL a locking read that waited for another
-    // attempt's commit returns the latest version of the rows it locks only, so a payment joined into it
-    // would be as it stood before that attempt (still processing when it had just been paid or failed).
+    const lockUntil = new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString();
+    // The attempt's slot is taken by the statement that locks the session (no attempt in flight is its
+    // condition), which also reads the organization's fee for a payment opened here.
+    const claimed = await store.claimAttemptSlot(trx, sessionId, nowIso, lockUntil);
+    if (claimed === undefined) {
+      // An attempt is in flight: refused as the checks refuse it, the checkout's state first.
+      const session = await store.lockSession(trx, sessionId);
+      assertPayable(session, await payments.paymentOfCheckout(trx, session.id), now);
+      throw new ConflictError(IN_FLIGHT);
+    }
+    const { session, feeBp } = claimed;
+    // Read after the lock, in its own statement: on PostgreSQL a locking statement that waited for
+    // another attempt's commit sees the latest version of the rows it locks only, so a payment joined
+    // into it would be as it stood before that attempt (still processing when it had just been paid or
+    // failed). A refusal here rolls the slot back with the transaction.
     let payment = await payments.paymentOfCheckout(trx, session.id);
-    assertPayable(session, payment, now);
-    await store.updateSession(trx, session.id, {
-      attempt_locked_until: new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString(),
-    });
+    assertOpenForAttempt(session, payment, now);
     // A payment opened by this transaction has had no attempt yet: the first needs no count.
     const attemptNumber =
       payment === undefined ? 1 : (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;

@@ -107,28 +107,37 @@ export function lockSession(trx: Executor, id: number): Promise<CheckoutSessionR
 }
 
 /**
- * lockSession, with its organization's fee (basis points) read by the same statement: a card attempt
- * that opens the checkout's payment fixes the fee from it, without a read of its own.
+ * Takes a checkout's card-attempt slot: sets attempt_locked_until to `until` unless an attempt is in
+ * flight at `now`, and returns the session as it now stands (locked for the rest of the transaction on
+ * PostgreSQL, as lockSession) with its organization's fee in basis points, which a card attempt that
+ * opens the checkout's payment fixes. Undefined when an attempt is in flight. Both times are ISO
+ * strings of the same form as the column's, so the text comparison is the time comparison. On
+ * PostgreSQL the fee is as of the statement's start: when the update waited for the session's lock
+ * (another transaction on the same checkout), a fee change committed during that wait applies from
+ * the organization's next payment, as for any payment opened at the moment of the change.
  */
-export async function lockSessionWithFee(
+export async function claimAttemptSlot(
   trx: Executor,
   id: number,
-): Promise<{ session: CheckoutSessionRow; feeBp: number }> {
-  const query = trx
-    .selectFrom('checkout_sessions')
-    .selectAll('checkout_sessions')
-    .select((eb) =>
+  now: string,
+  until: string,
+): Promise<{ session: CheckoutSessionRow; feeBp: number } | undefined> {
+  const row = await trx
+    .updateTable('checkout_sessions')
+    .set({ attempt_locked_until: until })
+    .where('checkout_sessions.id', '=', id)
+    .where((eb) => eb.or([eb('attempt_locked_until', 'is', null), eb('attempt_locked_until', '<=', now)]))
+    .returningAll()
+    .returning((eb) =>
       eb
         .selectFrom('organizations')
         .select('organizations.fee_bp')
         .whereRef('organizations.id', '=', 'checkout_sessions.organization_id')
         .as('organization_fee_bp'),
     )
-    .where('checkout_sessions.id', '=', id);
-  const { organization_fee_bp: feeBp, ...session } = await (isPostgres(trx)
-    ? query.forUpdate('checkout_sessions')
-    : query
-  ).executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const { organization_fee_bp: feeBp, ...session } = row;
   if (feeBp === null) throw new Error(`Organization ${session.organization_id} does not exist.`);
   return { session, feeBp };
 }

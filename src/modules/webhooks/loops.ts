@@ -26,7 +26,10 @@ export const webhookLoops: WorkerLoop[] = [
     subscribe: (ctx, wake) => {
       const worker = deliveryWorker(ctx);
       worker.wakeLoop = wake;
-      const unsubscribe = ctx.outbox.subscribe(() => wake(worker.wakeDelayMs(WAKE_COALESCE_MS)));
+      const unsubscribe = ctx.outbox.subscribe(() => {
+        worker.signalled = true;
+        wake(worker.wakeDelayMs(WAKE_COALESCE_MS));
+      });
       const database = ctx.config.database;
       // Another process's commit is announced to this process's listeners as its own commits are: this
       // loop, and the due-driven loops (src/worker/due.ts), wake on it.
