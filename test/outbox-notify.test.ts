@@ -1,49 +1,31 @@
-// The outbox's NOTIFY on PostgreSQL comes from a trigger on `events` (migration 017): it reaches a
-// listener of the channel the running process names, also when that name is cut to PostgreSQL's 63
-// characters (a long schema name), and also when the trigger's function was written by a process that
-// named the channel otherwise (the function is written again at every start). SQLite has no NOTIFY.
+// The outbox's NOTIFY on PostgreSQL comes from triggers (migration 017), on the channel named after the
+// schema the tables are in: it reaches a listener however that listener names the schema (its own
+// KASSA_DB_SCHEMA, or only a search_path in its URL), also for a schema whose channel would be too long
+// for PostgreSQL (named by the schema's MD5 then); a delivery inserted to be sent NOTIFYs, the worker's
+// record of an attempt does not. SQLite has no NOTIFY (its workers watch the write-ahead log).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { openAndMigrate } from '../src/db/connection.ts';
-import { listenForOutbox } from '../src/db/listen.ts';
-import { writeOutboxNotify } from '../src/db/migrations/017-event-notify-trigger.ts';
+import { type DbHandle, openAndMigrate } from '../src/db/connection.ts';
+import { listenForOutbox, type OutboxListener } from '../src/db/listen.ts';
 import { outboxChannel } from '../src/db/outbox-signal.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
+import { insertDelivery } from '../src/modules/webhooks/store.ts';
 import { PG_URL } from './helpers/server.ts';
 
-describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL only' }, () => {
-  const url = PG_URL ?? '';
-  // 63 characters, the longest KASSA_DB_SCHEMA allows: its channel is cut to 63 as well.
-  const schema = `kassa_notify_${randomBytes(4).toString('hex')}_`.padEnd(63, 'x');
-  after(async () => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(`drop schema if exists ${schema} cascade`);
-    await client.end();
-  });
+const url = PG_URL ?? '';
+// 63 characters, the longest KASSA_DB_SCHEMA allows: `kassa_events_` and it are 76 bytes.
+const schema = `kassa_notify_${randomBytes(4).toString('hex')}_`.padEnd(63, 'x');
 
-  /** Opens the schema (migrating it), listens, commits one event; resolves whether a NOTIFY arrived. */
-  async function eventWakesListener(): Promise<boolean> {
-    const handle = await openAndMigrate({
-      kind: 'postgres',
-      url,
-      schema,
-      poolSize: 2,
-      namedStatements: false,
-    });
-    let heard = 0;
-    const ready = Promise.withResolvers<void>();
-    // The listener calls back once when it has connected (commits may have gone unheard), then per NOTIFY.
-    const listener = listenForOutbox({ url, schema }, () => {
-      heard++;
-      if (heard === 1) ready.resolve();
-    });
-    try {
-      await ready.promise;
-      const now = new Date().toISOString();
-      const organization = await handle.db
+describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL only' }, () => {
+  let handle: DbHandle;
+  let organizationId: number;
+  before(async () => {
+    handle = await openAndMigrate({ kind: 'postgres', url, schema, poolSize: 2, namedStatements: false });
+    const now = new Date().toISOString();
+    organizationId = (
+      await handle.db
         .insertInto('organizations')
         .values({
           name: 'Notify',
@@ -52,44 +34,129 @@ describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL 
           updated_at: now,
         })
         .returning('id')
-        .executeTakeFirstOrThrow();
-      const before = heard;
-      await handle.db.transaction().execute((trx) =>
-        emitEvent(trx, {
-          organizationId: organization.id,
-          environment: 'production',
-          type: 'webhook.test',
-          subject: null,
-          payload: { message: 'notify' },
-          now: new Date().toISOString(),
-        }),
-      );
-      const deadline = Date.now() + 2000;
-      while (heard === before && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      return heard > before;
-    } finally {
-      await listener.close();
-      await handle.close();
-    }
-  }
-
-  test('a committed event NOTIFYs the channel of a 63-character schema, cut to 63 characters', async () => {
-    assert.equal(outboxChannel(schema).length, 63);
-    assert.ok(await eventWakesListener());
+        .executeTakeFirstOrThrow()
+    ).id;
+  });
+  after(async () => {
+    await handle.close();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`drop schema if exists ${schema} cascade`);
+    await client.end();
   });
 
-  test('a trigger function written with another channel is written again at the next start', async () => {
-    const handle = await openAndMigrate({
-      kind: 'postgres',
-      url,
-      schema,
-      poolSize: 1,
-      namedStatements: false,
+  /** A listener and the count of NOTIFYs it heard, once it is listening. */
+  async function listen(database: { url: string; schema: string | null }) {
+    const heard = { count: 0 };
+    const ready = Promise.withResolvers<void>();
+    // The listener calls back once when it is listening (commits may have gone unheard), then per NOTIFY.
+    const listener: OutboxListener = listenForOutbox(database, () => {
+      heard.count++;
+      ready.resolve();
     });
-    await writeOutboxNotify(handle.db, 'kassa_events_elsewhere');
-    await handle.close();
-    // The next process to open the schema writes the function with its own channel again.
-    assert.ok(await eventWakesListener());
+    await ready.promise;
+    heard.count = 0;
+    return { heard, listener };
+  }
+
+  async function heardWithin(heard: { count: number }, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (heard.count === 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    return heard.count > 0;
+  }
+
+  function commitEvent() {
+    return handle.db.transaction().execute((trx) =>
+      emitEvent(trx, {
+        organizationId,
+        environment: 'production',
+        type: 'webhook.test',
+        subject: null,
+        payload: { message: 'notify' },
+        now: new Date().toISOString(),
+      }),
+    );
+  }
+
+  test("a committed event NOTIFYs the schema's channel, named by the schema's MD5 when too long", async () => {
+    assert.match(outboxChannel(schema), /^kassa_events_[0-9a-f]{32}$/);
+    assert.equal(outboxChannel('shop'), 'kassa_events_shop');
+    const { heard, listener } = await listen({ url, schema });
+    try {
+      await commitEvent();
+      assert.ok(await heardWithin(heard, 2000), 'no NOTIFY for the event');
+    } finally {
+      await listener.close();
+    }
+  });
+
+  test('a listener that names the schema only by the search_path of its URL hears it too', async () => {
+    const viaSearchPath = new URL(url);
+    viaSearchPath.searchParams.set('options', `-c search_path=${schema}`);
+    const { heard, listener } = await listen({ url: viaSearchPath.toString(), schema: null });
+    try {
+      await commitEvent();
+      assert.ok(await heardWithin(heard, 2000), 'no NOTIFY for the event');
+    } finally {
+      await listener.close();
+    }
+  });
+
+  test('a rolled back event NOTIFYs nothing; a redelivery to send does, a recorded attempt does not', async () => {
+    const { heard, listener } = await listen({ url, schema });
+    try {
+      const eventId = await commitEvent();
+      assert.ok(await heardWithin(heard, 2000));
+      heard.count = 0;
+      await assert.rejects(
+        handle.db.transaction().execute(async (trx) => {
+          await emitEvent(trx, {
+            organizationId,
+            environment: 'production',
+            type: 'webhook.test',
+            subject: null,
+            payload: { message: 'rolled back' },
+            now: new Date().toISOString(),
+          });
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
+      const now = new Date().toISOString();
+      // The worker's record of a first attempt: a row with attempt_count 1.
+      const recorded = await handle.db
+        .insertInto('webhook_deliveries')
+        .values({
+          delivery_id: randomBytes(16).toString('hex'),
+          organization_id: organizationId,
+          event_id: eventId,
+          event_type: 'webhook.test',
+          environment: 'production',
+          subject: null,
+          status: 'delivered',
+          attempt_count: 1,
+          next_attempt_at: now,
+          redelivery_of: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      assert.equal(await heardWithin(heard, 500), false, 'a NOTIFY for a rollback or a recorded attempt');
+      await insertDelivery(handle.db, {
+        deliveryId: randomBytes(16).toString('hex'),
+        organizationId,
+        eventId,
+        eventType: 'webhook.test',
+        environment: 'production',
+        subject: null,
+        redeliveryOf: recorded.id,
+        now,
+      });
+      assert.ok(await heardWithin(heard, 2000), 'no NOTIFY for the redelivery');
+    } finally {
+      await listener.close();
+    }
   });
 });

@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { Config, DatabaseKind } from '../config.ts';
 import type { Database, Executor } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
-import { OutboxSignal, outboxChannel, signallingDialect } from './outbox-signal.ts';
+import { OutboxSignal, signallingDialect } from './outbox-signal.ts';
 import { nameHotStatements, registerDirectPath } from './prepared.ts';
 import { ensurePrivateDatabase, ensurePrivateDir } from './private-files.ts';
 import { openSqlite } from './sqlite-driver.ts';
@@ -32,7 +32,7 @@ export function openDatabase(config: Config['database']): DbHandle {
     // CLI, a worker) wrote in between, its upgrade to a write fails at once with SQLITE_BUSY. In one
     // process nothing changes (Kysely runs one transaction at a time on the single connection).
     const db = new Kysely<Database>({
-      dialect: signallingDialect(new SqliteDialect({ database }), outbox, null, 'begin immediate'),
+      dialect: signallingDialect(new SqliteDialect({ database }), outbox, 'begin immediate'),
     });
     registerDirectPath(db, async (text, _name, values) => {
       // Synchronous from here to the answer: no other statement can run in between. Anything but a
@@ -53,7 +53,7 @@ export function openDatabase(config: Config['database']): DbHandle {
   });
   if (config.namedStatements) pool.on('connect', nameHotStatements);
   const outbox = new OutboxSignal();
-  const dialect = signallingDialect(new PostgresDialect({ pool }), outbox, outboxChannel(config.schema));
+  const dialect = signallingDialect(new PostgresDialect({ pool }), outbox);
   const db = new Kysely<Database>({ dialect });
   registerDirectPath(db, async (text, name, values) => {
     outbox.statements++;
@@ -78,11 +78,7 @@ export async function openAndMigrate(config: Config['database']): Promise<DbHand
   try {
     return {
       ...handle,
-      applied: await migrateToLatest(
-        handle.db,
-        handle.kind,
-        config.kind === 'postgres' ? outboxChannel(config.schema) : undefined,
-      ),
+      applied: await migrateToLatest(handle.db, handle.kind),
     };
   } catch (error) {
     await handle.close();

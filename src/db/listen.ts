@@ -1,5 +1,6 @@
-// A dedicated PostgreSQL connection that LISTENs on the outbox channel and calls `onNotify` for every
-// NOTIFY (a commit that wrote events or deliveries, in any process). If the connection drops it is
+// A dedicated PostgreSQL connection that LISTENs on the outbox channel of the schema it sees (named
+// after it: outboxChannel) and calls `onNotify` for every NOTIFY (a commit that wrote events or
+// deliveries to send, in any process: the triggers of migration 017). If the connection drops it is
 // opened again with a growing delay; `onNotify` is also called on each (re)connection, since commits may
 // have gone unheard meanwhile (the worker's safety poll covers the gap as well).
 import { type FSWatcher, watch } from 'node:fs';
@@ -19,7 +20,6 @@ export function listenForOutbox(
   onNotify: () => void,
   onError: (error: unknown) => void = () => {},
 ): OutboxListener {
-  const channel = outboxChannel(database.schema);
   let closed = false;
   let client: pg.Client | null = null;
   let retryMs = FIRST_RETRY_MS;
@@ -35,7 +35,12 @@ export function listenForOutbox(
   };
 
   const connect = async () => {
-    const current = new pg.Client({ connectionString: database.url });
+    // The schema as the pool's connections see it (connection.ts): the channel is named after it.
+    const current = new pg.Client({
+      connectionString: database.url,
+      options: database.schema ? `-c search_path=${database.schema}` : undefined,
+    });
+    let channel: string | null = null;
     client = current;
     const lost = (error?: unknown) => {
       if (client !== current) return;
@@ -51,7 +56,11 @@ export function listenForOutbox(
     });
     try {
       await current.connect();
-      await current.query(`LISTEN "${channel}"`);
+      const schema = await current.query<{ schema: string | null }>('select current_schema() as schema');
+      const name = schema.rows[0]?.schema;
+      if (!name) throw new Error('No schema is current for the outbox LISTEN: check search_path.');
+      channel = outboxChannel(name);
+      await current.query(`LISTEN ${current.escapeIdentifier(channel)}`);
       if (closed) {
         await current.end();
         return;

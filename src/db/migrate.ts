@@ -9,15 +9,10 @@
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseKind } from '../config.ts';
 import type { Database } from './database.ts';
-import { writeOutboxNotify } from './migrations/017-event-notify-trigger.ts';
 import { migrations } from './migrations/index.ts';
 
-export async function migrateToLatest(
-  db: Kysely<Database>,
-  kind: DatabaseKind,
-  outboxChannel?: string,
-): Promise<string[]> {
-  const list = migrations(kind, outboxChannel);
+export async function migrateToLatest(db: Kysely<Database>, kind: DatabaseKind): Promise<string[]> {
+  const list = migrations(kind);
   return db.transaction().execute(async (trx) => {
     if (kind === 'postgres') {
       await sql`select pg_advisory_xact_lock(hashtext(current_schema()), 4242)`.execute(trx);
@@ -45,8 +40,6 @@ export async function migrateToLatest(
       );
       applied.push(name);
     }
-    // The events trigger NOTIFYs the channel this process listens on, whoever wrote it before (017).
-    if (kind === 'postgres' && outboxChannel !== undefined) await writeOutboxNotify(trx, outboxChannel);
     return applied;
   });
 }

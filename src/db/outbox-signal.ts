@@ -1,10 +1,10 @@
 // Tells the worker when a commit wrote outbox work, so it wakes on work instead of polling. Kysely's
 // driver is wrapped: a connection that inserts into `events` or `webhook_deliveries` is marked, and once
 // its transaction commits (or right after the insert, outside a transaction) this process's listeners
-// are called. On PostgreSQL a NOTIFY on the schema's channel goes out in the same transaction, so
-// workers in other processes (LISTEN, see listen.ts) wake at the commit too; a rollback sends nothing.
-// For `events` the database sends it (a trigger, migration 017); for a delivery inserted to be sent
-// again (a redelivery, a test delivery: rare) the driver sends it before the commit.
+// are called. Workers in other processes are told by PostgreSQL: triggers on both tables NOTIFY the
+// schema's channel (migration 017), delivered at the commit and never after a rollback, which every
+// worker LISTENs on (listen.ts); on SQLite they watch the database file's write-ahead log.
+import { createHash } from 'node:crypto';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -25,7 +25,7 @@ const OUTBOX_TABLES = new Set(['events', 'webhook_deliveries']);
  */
 export class OutboxSignal {
   private readonly listeners = new Set<() => void>();
-  /** Statements sent to the database, BEGIN, COMMIT, ROLLBACK and NOTIFY included. */
+  /** Statements sent to the database, BEGIN, COMMIT and ROLLBACK included. */
   statements = 0;
   /** Transactions begun. */
   transactions = 0;
@@ -41,12 +41,15 @@ export class OutboxSignal {
 }
 
 /**
- * The NOTIFY channel of one schema (two schemas on one server do not wake each other). Cut to 63
- * characters, PostgreSQL's longest name (pg_notify refuses a longer one): two schemas whose names share
- * their first 50 characters share a channel, which costs each a wake-up it did not need, nothing more.
+ * The NOTIFY channel of one schema, as the triggers of migration 017 name it (two schemas on one server
+ * do not wake each other): `kassa_events_<schema>`, or, when that is over 63 bytes (PostgreSQL's
+ * longest name; pg_notify refuses more), `kassa_events_<MD5 of the schema's name>`.
  */
-export function outboxChannel(schema: string | null): string {
-  return (schema ? `kassa_events_${schema}` : 'kassa_events').slice(0, 63);
+export function outboxChannel(schema: string): string {
+  const channel = `kassa_events_${schema}`;
+  return Buffer.byteLength(channel) > 63
+    ? `kassa_events_${createHash('md5').update(schema).digest('hex')}`
+    : channel;
 }
 
 /**
@@ -56,22 +59,17 @@ export function outboxChannel(schema: string | null): string {
  * worker at every batch of outcomes.
  */
 export function writesOutbox(query: CompiledQuery): boolean {
-  return outboxTableOf(query) !== null;
-}
-
-/** The outbox table `query` inserts into (writesOutbox), or null. */
-function outboxTableOf(query: CompiledQuery): string | null {
   const node = query.query;
-  if (node.kind !== 'InsertQueryNode' || node.onConflict !== undefined) return null;
-  const table = node.into?.table.identifier.name ?? '';
-  return OUTBOX_TABLES.has(table) ? table : null;
+  return (
+    node.kind === 'InsertQueryNode' &&
+    node.onConflict === undefined &&
+    OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '')
+  );
 }
 
 class SignallingConnection implements DatabaseConnection {
   inTransaction = false;
   wroteOutbox = false;
-  /** The transaction inserted a delivery: the driver NOTIFYs before its commit (events: the trigger). */
-  needsNotify = false;
   readonly inner: DatabaseConnection;
   private readonly driver: SignallingDriver;
 
@@ -83,14 +81,9 @@ class SignallingConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     this.driver.signal.statements++;
     const result = await this.inner.executeQuery<R>(query);
-    const table = outboxTableOf(query);
-    if (table !== null) {
-      const notify = table !== 'events';
-      if (!this.inTransaction) await this.driver.committed(this.inner, notify);
-      else {
-        this.wroteOutbox = true;
-        if (notify) this.needsNotify = true;
-      }
+    if (writesOutbox(query)) {
+      if (this.inTransaction) this.wroteOutbox = true;
+      else this.driver.signal.notify();
     }
     return result;
   }
@@ -110,7 +103,6 @@ type Savepoint = (
 class SignallingDriver implements Driver {
   private readonly inner: Driver;
   readonly signal: OutboxSignal;
-  private readonly notify: CompiledQuery | null;
   readonly savepoint?: Savepoint;
   readonly rollbackToSavepoint?: Savepoint;
   readonly releaseSavepoint?: Savepoint;
@@ -118,11 +110,10 @@ class SignallingDriver implements Driver {
   /** The statement that begins a transaction, when not the inner driver's. */
   private readonly begin: CompiledQuery | null;
 
-  constructor(inner: Driver, signal: OutboxSignal, channel: string | null, begin: string | null) {
+  constructor(inner: Driver, signal: OutboxSignal, begin: string | null) {
     this.inner = inner;
     this.signal = signal;
     this.begin = begin === null ? null : CompiledQuery.raw(begin);
-    this.notify = channel === null ? null : CompiledQuery.raw(`NOTIFY "${channel}"`);
     const { savepoint, rollbackToSavepoint, releaseSavepoint } = inner;
     const delegate = (method: Savepoint | undefined): Savepoint | undefined =>
       method && ((connection, name, compile) => method.call(inner, unwrap(connection), name, compile));
@@ -147,17 +138,11 @@ class SignallingDriver implements Driver {
     if (connection instanceof SignallingConnection) {
       connection.inTransaction = true;
       connection.wroteOutbox = false;
-      connection.needsNotify = false;
     }
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
     const wrote = connection instanceof SignallingConnection && connection.wroteOutbox;
-    // NOTIFY inside the transaction: PostgreSQL delivers it at the commit, and not on a rollback.
-    if (connection instanceof SignallingConnection && connection.needsNotify && this.notify) {
-      this.signal.statements++;
-      await unwrap(connection).executeQuery(this.notify);
-    }
     this.signal.statements++;
     await this.inner.commitTransaction(unwrap(connection));
     this.reset(connection);
@@ -178,20 +163,10 @@ class SignallingDriver implements Driver {
     return this.inner.destroy();
   }
 
-  /** An insert outside a transaction has committed already (`notify`: no trigger sent its NOTIFY). */
-  async committed(connection: DatabaseConnection, notify: boolean): Promise<void> {
-    if (notify && this.notify) {
-      this.signal.statements++;
-      await connection.executeQuery(this.notify);
-    }
-    this.signal.notify();
-  }
-
   private reset(connection: DatabaseConnection): void {
     if (!(connection instanceof SignallingConnection)) return;
     connection.inTransaction = false;
     connection.wroteOutbox = false;
-    connection.needsNotify = false;
   }
 }
 
@@ -200,18 +175,17 @@ function unwrap(connection: DatabaseConnection): DatabaseConnection {
 }
 
 /**
- * `dialect`, with commits that write outbox rows signalled (and NOTIFYed on `channel` if given), and
+ * `dialect`, with commits that write outbox rows signalled to this process's listeners, and
  * transactions begun with `begin` when given (SQLite: BEGIN IMMEDIATE, see connection.ts).
  */
 export function signallingDialect(
   dialect: Dialect,
   signal: OutboxSignal,
-  channel: string | null,
   begin: string | null = null,
 ): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),
-    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, channel, begin),
+    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, begin),
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createIntrospector: (db) => dialect.createIntrospector(db),
   };

@@ -38,7 +38,7 @@ export function createMetrics(app: App, database: Pick<OutboxSignal, 'statements
   });
   new client.Counter({
     name: 'kassa_db_statements_total',
-    help: 'SQL statements this process sent to the database (BEGIN, COMMIT, ROLLBACK and NOTIFY included)',
+    help: 'SQL statements this process sent to the database (BEGIN, COMMIT and ROLLBACK included)',
     registers: [registry],
     collect() {
       this.reset();

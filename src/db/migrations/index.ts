@@ -19,8 +19,7 @@ import { webhookWriteOnce } from './015-webhook-write-once.ts';
 import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
 
-/** `outboxChannel`: the NOTIFY channel of the schema being migrated (PostgreSQL; see outbox-signal.ts). */
-export function migrations(kind: DatabaseKind, outboxChannel = 'kassa_events'): Record<string, Migration> {
+export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
     '001_foundation': foundation(kind),
     '002_checkout_payments': checkoutPayments(kind),
@@ -38,6 +37,6 @@ export function migrations(kind: DatabaseKind, outboxChannel = 'kassa_events'): 
     '014_renewals': renewals(),
     '015_webhook_write_once': webhookWriteOnce(),
     '016_event_claim_indexes': eventClaimIndexes(),
-    '017_event_notify_trigger': eventNotifyTrigger(kind, outboxChannel),
+    '017_event_notify_trigger': eventNotifyTrigger(kind),
   };
 }

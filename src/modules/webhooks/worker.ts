@@ -46,8 +46,9 @@ const FLUSH_BATCH = 500;
 const FLUSH_DELAY_MS = 50;
 /**
  * A round woken by a commit skips the read of due retries while the last one is this recent and
- * named no retry due by now: this worker's own retries wake it when they fall due, another worker's
- * are that worker's to send, and a lapsed lease is read again within this time.
+ * named no retry due by now: this worker's own retries are in `nextDueAt` (retriesScheduled), another
+ * worker's are that worker's to send, and a lapsed lease is found by the next round that reads (the
+ * warm poll's, or at the latest the safety poll's).
  */
 const DUE_READ_MAX_AGE_MS = 1000;
 /**
@@ -384,6 +385,9 @@ export class DeliveryWorker {
       if (record.outcome.status === 'pending')
         earliest = Math.min(earliest, Date.parse(record.outcome.nextAttemptAt));
     if (earliest === Number.POSITIVE_INFINITY) return;
+    // Known here too, not only to the loop's sleep: a round a commit wakes before then must not take
+    // the retry for not due (and sleep past it) from an older read.
+    this.nextDueAt = Math.min(this.nextDueAt ?? Number.POSITIVE_INFINITY, earliest);
     this.wakeLoop(earliest - this.ctx.clock().getTime() + 1);
   }
 
