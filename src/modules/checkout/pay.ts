@@ -87,12 +87,16 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
     const lockUntil = new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString();
     // The attempt's slot is taken by the statement that locks the session (no attempt in flight is its
     // condition), which also reads the organization's fee for a payment opened here.
-    const claimed = await store.claimAttemptSlot(trx, sessionId, nowIso, lockUntil);
+    let claimed = await store.claimAttemptSlot(trx, sessionId, nowIso, lockUntil);
     if (claimed === undefined) {
-      // An attempt is in flight: refused as the checks refuse it, the checkout's state first.
-      const session = await store.lockSession(trx, sessionId);
-      assertPayable(session, await payments.paymentOfCheckout(trx, session.id), now);
-      throw new ConflictError(IN_FLIGHT);
+      // No slot as the statement saw the session: an attempt is in flight, or was a moment ago (on
+      // PostgreSQL a row whose version in the statement's snapshot fails the condition is not waited
+      // for, even when the transaction that holds it is about to free the slot). Read again under the
+      // lock: refused as the checks refuse it (the checkout's state first), else the slot is free now.
+      const locked = await store.lockSession(trx, sessionId);
+      assertPayable(locked, await payments.paymentOfCheckout(trx, locked.id), now);
+      claimed = await store.claimAttemptSlot(trx, sessionId, nowIso, lockUntil);
+      if (claimed === undefined) throw new ConflictError(IN_FLIGHT);
     }
     const { session, feeBp } = claimed;
     // Read after the lock, in its own statement: on PostgreSQL a locking statement that waited for
