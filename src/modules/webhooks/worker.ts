@@ -388,6 +388,9 @@ export class DeliveryWorker {
     // Known here too, not only to the loop's sleep: a round a commit wakes before then must not take
     // the retry for not due (and sleep past it) from an older read.
     this.nextDueAt = Math.min(this.nextDueAt ?? Number.POSITIVE_INFINITY, earliest);
+    // And a round running now may overwrite that from a read that began before this commit (on
+    // PostgreSQL the flush has a connection of its own): the next round woken by a commit reads again.
+    this.dueReadAt = Number.NEGATIVE_INFINITY;
     this.wakeLoop(earliest - this.ctx.clock().getTime() + 1);
   }
 
