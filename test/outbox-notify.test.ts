@@ -38,24 +38,38 @@ describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL 
     ).id;
   });
   after(async () => {
-    await handle.close();
+    await handle?.close();
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     await client.query(`drop schema if exists ${schema} cascade`);
     await client.end();
   });
 
-  /** A listener and the count of NOTIFYs it heard, once it is listening. */
+  /** A listener and what the NOTIFYs it heard said was written, once it is listening. */
   async function listen(database: { url: string; schema: string | null }) {
-    const heard = { count: 0 };
+    const heard = { count: 0, wrote: [] as string[] };
     const ready = Promise.withResolvers<void>();
     // The listener calls back once when it is listening (commits may have gone unheard), then per NOTIFY.
-    const listener: OutboxListener = listenForOutbox(database, () => {
+    const listener: OutboxListener = listenForOutbox(database, (wrote) => {
       heard.count++;
+      heard.wrote.push(wrote);
       ready.resolve();
     });
-    await ready.promise;
+    const timer = setTimeout(
+      () => ready.reject(new Error('the listener did not connect within 10 s')),
+      10_000,
+    );
+    try {
+      await ready.promise;
+    } catch (error) {
+      await listener.close();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    assert.deepEqual(heard.wrote, ['unknown'], 'a (re)connection is announced as not known');
     heard.count = 0;
+    heard.wrote = [];
     return { heard, listener };
   }
 
@@ -86,6 +100,7 @@ describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL 
     try {
       await commitEvent();
       assert.ok(await heardWithin(heard, 2000), 'no NOTIFY for the event');
+      assert.deepEqual(heard.wrote, ['events']);
     } finally {
       await listener.close();
     }
@@ -109,6 +124,7 @@ describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL 
       const eventId = await commitEvent();
       assert.ok(await heardWithin(heard, 2000));
       heard.count = 0;
+      heard.wrote = [];
       await assert.rejects(
         handle.db.transaction().execute(async (trx) => {
           await emitEvent(trx, {
@@ -155,6 +171,8 @@ describe('the outbox NOTIFY (PostgreSQL)', { skip: PG_URL ? false : 'PostgreSQL 
         now,
       });
       assert.ok(await heardWithin(heard, 2000), 'no NOTIFY for the redelivery');
+      // A worker must read its due deliveries for it (src/modules/webhooks/worker.ts).
+      assert.deepEqual(heard.wrote, ['deliveries']);
     } finally {
       await listener.close();
     }

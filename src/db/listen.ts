@@ -6,7 +6,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import pg from 'pg';
-import { outboxChannel } from './outbox-signal.ts';
+import { type OutboxWrite, outboxChannel } from './outbox-signal.ts';
 
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 10_000;
@@ -17,7 +17,7 @@ export interface OutboxListener {
 
 export function listenForOutbox(
   database: { url: string; schema: string | null },
-  onNotify: () => void,
+  onNotify: (wrote: OutboxWrite) => void,
   onError: (error: unknown) => void = () => {},
 ): OutboxListener {
   let closed = false;
@@ -52,7 +52,8 @@ export function listenForOutbox(
     current.on('error', lost);
     current.on('end', () => lost());
     current.on('notification', (message) => {
-      if (message.channel === channel) onNotify();
+      // The triggers' payload is the table written (017): `events`, or `webhook_deliveries`.
+      if (message.channel === channel) onNotify(message.payload === 'events' ? 'events' : 'deliveries');
     });
     try {
       await current.connect();
@@ -66,7 +67,7 @@ export function listenForOutbox(
         return;
       }
       retryMs = FIRST_RETRY_MS;
-      onNotify();
+      onNotify('unknown');
     } catch (error) {
       lost(error);
     }

@@ -19,24 +19,31 @@ import {
 const OUTBOX_TABLES = new Set(['events', 'webhook_deliveries']);
 
 /**
+ * What a signalled commit wrote: only events, deliveries to send (perhaps with events), or it is not
+ * known (another process's commit seen as a change of SQLite's write-ahead log, a LISTEN connection
+ * that has just (re)connected). A worker reads its due deliveries unless it is `events`.
+ */
+export type OutboxWrite = 'events' | 'deliveries' | 'unknown';
+
+/**
  * Listeners called after a commit that wrote outbox rows (in this process); and, since every statement
  * passes through here, the count of statements and transactions this process ran (kassa_db_statements_total
  * and kassa_db_transactions_total in /metrics: `npm run bench` prints statements per operation from them).
  */
 export class OutboxSignal {
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(wrote: OutboxWrite) => void>();
   /** Statements sent to the database, BEGIN, COMMIT and ROLLBACK included. */
   statements = 0;
   /** Transactions begun. */
   transactions = 0;
 
-  subscribe(listener: () => void): () => void {
+  subscribe(listener: (wrote: OutboxWrite) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  notify(): void {
-    for (const listener of this.listeners) listener();
+  notify(wrote: OutboxWrite = 'unknown'): void {
+    for (const listener of this.listeners) listener(wrote);
   }
 }
 
@@ -59,17 +66,22 @@ export function outboxChannel(schema: string): string {
  * worker at every batch of outcomes.
  */
 export function writesOutbox(query: CompiledQuery): boolean {
+  return outboxWriteOf(query) !== null;
+}
+
+/** What an insert into an outbox table (writesOutbox) writes, or null for any other statement. */
+function outboxWriteOf(query: CompiledQuery): 'events' | 'deliveries' | null {
   const node = query.query;
-  return (
-    node.kind === 'InsertQueryNode' &&
-    node.onConflict === undefined &&
-    OUTBOX_TABLES.has(node.into?.table.identifier.name ?? '')
-  );
+  if (node.kind !== 'InsertQueryNode' || node.onConflict !== undefined) return null;
+  const table = node.into?.table.identifier.name ?? '';
+  if (!OUTBOX_TABLES.has(table)) return null;
+  return table === 'events' ? 'events' : 'deliveries';
 }
 
 class SignallingConnection implements DatabaseConnection {
   inTransaction = false;
-  wroteOutbox = false;
+  /** What the transaction wrote to the outbox so far (null: nothing). */
+  wroteOutbox: 'events' | 'deliveries' | null = null;
   readonly inner: DatabaseConnection;
   private readonly driver: SignallingDriver;
 
@@ -81,9 +93,10 @@ class SignallingConnection implements DatabaseConnection {
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     this.driver.signal.statements++;
     const result = await this.inner.executeQuery<R>(query);
-    if (writesOutbox(query)) {
-      if (this.inTransaction) this.wroteOutbox = true;
-      else this.driver.signal.notify();
+    const wrote = outboxWriteOf(query);
+    if (wrote !== null) {
+      if (!this.inTransaction) this.driver.signal.notify(wrote);
+      else if (this.wroteOutbox !== 'deliveries') this.wroteOutbox = wrote;
     }
     return result;
   }
@@ -137,16 +150,16 @@ class SignallingDriver implements Driver {
     this.signal.transactions++;
     if (connection instanceof SignallingConnection) {
       connection.inTransaction = true;
-      connection.wroteOutbox = false;
+      connection.wroteOutbox = null;
     }
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    const wrote = connection instanceof SignallingConnection && connection.wroteOutbox;
+    const wrote = connection instanceof SignallingConnection ? connection.wroteOutbox : null;
     this.signal.statements++;
     await this.inner.commitTransaction(unwrap(connection));
     this.reset(connection);
-    if (wrote) this.signal.notify();
+    if (wrote !== null) this.signal.notify(wrote);
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
@@ -166,7 +179,7 @@ class SignallingDriver implements Driver {
   private reset(connection: DatabaseConnection): void {
     if (!(connection instanceof SignallingConnection)) return;
     connection.inTransaction = false;
-    connection.wroteOutbox = false;
+    connection.wroteOutbox = null;
   }
 }
 

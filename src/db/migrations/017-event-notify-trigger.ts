@@ -2,8 +2,9 @@
 // a statement that inserts events, and a delivery inserted to be sent (a redelivery or a test delivery:
 // attempt_count 0; the worker's record of an attempt has 1 or more), send a NOTIFY on the channel of
 // the schema the table is in (outboxChannel in ../outbox-signal.ts computes the same name), which
-// PostgreSQL delivers at the commit, once per transaction and channel, never after a rollback. The
-// service sent that NOTIFY itself before each such commit: one statement more in each (two per
+// PostgreSQL delivers at the commit, once per transaction, channel and payload, never after a
+// rollback. The payload is the table: a worker reads its due deliveries for webhook_deliveries, and
+// need not for events alone. The service sent that NOTIFY itself before each such commit: one statement more in each (two per
 // payment). The name comes from the table's schema, not from a setting, so every process on the
 // schema, however it names it (KASSA_DB_SCHEMA or a search_path), listens on the same channel, and a
 // writer that is not the service (an operator's SQL) wakes the workers too. SQLite needs nothing: its
@@ -25,7 +26,7 @@ export function eventNotifyTrigger(kind: DatabaseKind): Migration {
           if octet_length(channel) > 63 then
             channel := 'kassa_events_' || md5(tg_table_schema);
           end if;
-          perform pg_notify(channel, '');
+          perform pg_notify(channel, tg_table_name);
           return null;
         end
         $$`.execute(db);

@@ -26,8 +26,10 @@ export const webhookLoops: WorkerLoop[] = [
     subscribe: (ctx, wake) => {
       const worker = deliveryWorker(ctx);
       worker.wakeLoop = wake;
-      const unsubscribe = ctx.outbox.subscribe(() => {
+      const unsubscribe = ctx.outbox.subscribe((wrote) => {
         worker.signalled = true;
+        // A delivery to send (a redelivery, a test) is claimed by the due read: the round must make it.
+        if (wrote !== 'events') worker.deliveriesSignalled = true;
         wake(worker.wakeDelayMs(WAKE_COALESCE_MS));
       });
       const database = ctx.config.database;
@@ -35,8 +37,8 @@ export const webhookLoops: WorkerLoop[] = [
       // loop, and the due-driven loops (src/worker/due.ts), wake on it.
       const listener =
         database.kind === 'postgres'
-          ? listenForOutbox(database, () => ctx.outbox.notify())
-          : watchSqliteCommits(database.file, () => ctx.outbox.notify());
+          ? listenForOutbox(database, (wrote) => ctx.outbox.notify(wrote))
+          : watchSqliteCommits(database.file, () => ctx.outbox.notify('unknown'));
       return async () => {
         unsubscribe();
         await listener?.close();

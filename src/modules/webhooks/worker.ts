@@ -51,10 +51,12 @@ const FLUSH_BATCH = 256;
  */
 const FLUSH_DELAY_MS = 50;
 /**
- * A round woken by a commit skips the read of due retries while the last one is this recent and
- * named no retry due by now: this worker's own retries are in `nextDueAt` (retriesScheduled), another
- * worker's are that worker's to send, and a lapsed lease is found by the next round that reads (the
- * warm poll's, or at the latest the safety poll's).
+ * A round woken by commits that wrote events only skips the read of due deliveries while the last one
+ * is this recent and named none due by now: this worker's own retries are in `nextDueAt`
+ * (retriesScheduled), another worker's are that worker's to send, a lapsed lease is found by the next
+ * round that reads (the warm poll's, or at the latest the safety poll's), and a commit that wrote a
+ * delivery to send (a redelivery, a test) or that is not known (SQLite's log watch, a LISTEN that has
+ * just connected) makes the round read.
  */
 const DUE_READ_MAX_AGE_MS = 1000;
 /**
@@ -94,6 +96,8 @@ export class DeliveryWorker {
   private dueReadAt = Number.NEGATIVE_INFINITY;
   /** A commit (this process's, or a NOTIFY or log change from another) was announced since the last round. */
   signalled = false;
+  /** One of those commits wrote a delivery to send, or is not known to have written events only. */
+  deliveriesSignalled = false;
   /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
   wakeLoop: (inMs?: number) => void = () => {};
 
@@ -153,7 +157,9 @@ export class DeliveryWorker {
     let started = 0;
     const lease = this.lease();
     const signalled = this.signalled;
+    const deliveriesSignalled = this.deliveriesSignalled;
     this.signalled = false;
+    this.deliveriesSignalled = false;
     // Unless the last round's claim was full or a commit was announced (work is probably waiting: the
     // claim itself finds out), one read says what there is.
     const probe = this.outboxBusy || signalled ? null : await probeWork(this.ctx.db, lease.now);
@@ -174,6 +180,7 @@ export class DeliveryWorker {
     const recentlyNoneDue =
       probe === null &&
       signalled &&
+      !deliveriesSignalled &&
       Date.now() - this.dueReadAt < DUE_READ_MAX_AGE_MS &&
       (this.nextDueAt === null || this.nextDueAt > this.ctx.clock().getTime());
     if (room > 0 && probe !== null && (probe.nextDueAt === null || probe.nextDueAt > lease.now)) {
