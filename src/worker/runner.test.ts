@@ -99,3 +99,25 @@ test('stop ends the sleeps and calls what the loops subscribed', async () => {
   assert.ok(Date.now() - started < 1000);
   assert.ok(unsubscribed);
 });
+
+test("what a loop's subscription reports failing is reported as the loop's error", async () => {
+  const errors: [string, unknown][] = [];
+  let report: (error: unknown) => void = () => {};
+  const loop: WorkerLoop = {
+    name: 'listening',
+    intervalMs: () => LONG_MS,
+    subscribe: (_ctx, _wake, onError) => {
+      report = onError;
+      return () => {};
+    },
+    run: async () => 0,
+  };
+  const worker = startWorker(ctx, [loop], (name, error) => errors.push([name, error]));
+  try {
+    const lost = new Error('the LISTEN connection was lost');
+    report(lost);
+    assert.deepEqual(errors, [['listening', lost]]);
+  } finally {
+    await worker.stop();
+  }
+});

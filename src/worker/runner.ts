@@ -13,8 +13,11 @@ export interface WorkerLoop {
   intervalMs: (ctx: AppContext) => number;
   /** Does one batch of work; returns how many items it handled. */
   run: (ctx: AppContext) => Promise<number>;
-  /** Optional: connects the loop's wake-up signals once at start; returns what undoes that. */
-  subscribe?: (ctx: AppContext, wake: Wake) => () => void | Promise<void>;
+  /**
+   * Optional: connects the loop's wake-up signals once at start; returns what undoes that. `onError`
+   * reports what fails in the background meanwhile (a LISTEN connection lost), as a failed run is.
+   */
+  subscribe?: (ctx: AppContext, wake: Wake, onError: (error: unknown) => void) => () => void | Promise<void>;
   /** Optional: finishes work the loop started in the background, once the loop has stopped. */
   stop?: (ctx: AppContext) => Promise<void>;
 }
@@ -78,7 +81,7 @@ export function startWorker(
         sleep.timer = setTimeout(() => sleep.end(), at - Date.now());
       }
     };
-    if (loop.subscribe) unsubscribes.push(loop.subscribe(ctx, wake));
+    if (loop.subscribe) unsubscribes.push(loop.subscribe(ctx, wake, (error) => onError(loop.name, error)));
 
     running.push(
       (async () => {

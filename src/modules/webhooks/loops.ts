@@ -23,7 +23,7 @@ export const webhookLoops: WorkerLoop[] = [
     name: 'webhook-deliveries',
     intervalMs: (ctx) => deliveryWorker(ctx).idleMs(),
     run: (ctx) => deliveryWorker(ctx).tick(),
-    subscribe: (ctx, wake) => {
+    subscribe: (ctx, wake, onError) => {
       const worker = deliveryWorker(ctx);
       worker.wakeLoop = wake;
       const unsubscribe = ctx.outbox.subscribe((wrote) => {
@@ -37,7 +37,7 @@ export const webhookLoops: WorkerLoop[] = [
       // loop, and the due-driven loops (src/worker/due.ts), wake on it.
       const listener =
         database.kind === 'postgres'
-          ? listenForOutbox(database, (wrote) => ctx.outbox.notify(wrote))
+          ? listenForOutbox(database, (wrote) => ctx.outbox.notify(wrote), onError)
           : watchSqliteCommits(database.file, () => ctx.outbox.notify('unknown'));
       return async () => {
         unsubscribe();
