@@ -76,10 +76,7 @@ export async function openAndMigrate(config: Config['database']): Promise<DbHand
   }
   const handle = openDatabase(config);
   try {
-    return {
-      ...handle,
-      applied: await migrateToLatest(handle.db, handle.kind),
-    };
+    return { ...handle, applied: await migrateToLatest(handle.db, handle.kind) };
   } catch (error) {
     await handle.close();
     throw error;

@@ -83,7 +83,7 @@ export async function postMovement(
   wallet: LockedWallet,
   movement: NewMovement,
 ): Promise<number | null> {
-  balancedEntries(movement);
+  const entries = balancedEntries(movement);
   const inserted = await trx
     .insertInto('wallet_movements')
     .values({
@@ -98,11 +98,10 @@ export async function postMovement(
     .returning('id')
     .executeTakeFirst();
   if (!inserted) return null;
-  await postEntries(trx, wallet.id, inserted.id, movement);
-  const delta = (bucket: (typeof BUCKETS)[number]) => movement.entries[bucket] ?? 0n;
-  wallet.balance += delta('balance');
-  wallet.reserve += delta('reserve');
-  wallet.held += delta('held');
+  await postEntries(trx, wallet.id, inserted.id, entries, movement.now);
+  wallet.balance += movement.entries.balance ?? 0n;
+  wallet.reserve += movement.entries.reserve ?? 0n;
+  wallet.held += movement.entries.held ?? 0n;
   return inserted.id;
 }
 
@@ -118,31 +117,32 @@ function balancedEntries(movement: Pick<NewMovement, 'kind' | 'entries'>): [Ledg
 }
 
 /**
- * Writes a posted movement's entries and applies its bucket deltas to the wallet row, that update last:
- * it takes the wallet's row lock on PostgreSQL if the caller had not, and holds it to the commit.
+ * Writes a posted movement's (balanced) entries and applies their bucket deltas to the wallet row, that
+ * update last: it takes the wallet's row lock on PostgreSQL if the caller had not, and holds it to the
+ * commit.
  */
 async function postEntries(
   trx: Executor,
   walletId: number,
   movementId: number,
-  movement: Pick<NewMovement, 'kind' | 'entries' | 'now'>,
+  entries: [LedgerAccount, bigint][],
+  now: string,
 ): Promise<void> {
-  const entries = balancedEntries(movement);
-  if (entries.length > 0) {
-    await trx
-      .insertInto('wallet_entries')
-      .values(
-        entries.map(([account, amount]) => ({
-          movement_id: movementId,
-          wallet_id: walletId,
-          account,
-          amount: Number(amount),
-          created_at: movement.now,
-        })),
-      )
-      .execute();
-  }
-  const delta = (bucket: (typeof BUCKETS)[number]) => movement.entries[bucket] ?? 0n;
+  if (entries.length === 0) return;
+  await trx
+    .insertInto('wallet_entries')
+    .values(
+      entries.map(([account, amount]) => ({
+        movement_id: movementId,
+        wallet_id: walletId,
+        account,
+        amount: Number(amount),
+        created_at: now,
+      })),
+    )
+    .execute();
+  const delta = (bucket: (typeof BUCKETS)[number]) =>
+    entries.find(([account]) => account === bucket)?.[1] ?? 0n;
   if (BUCKETS.some((bucket) => delta(bucket) !== 0n)) {
     // Relative updates: the CHECK constraints refuse any result below zero or an uncovered hold.
     await trx
@@ -151,36 +151,35 @@ async function postEntries(
         balance: sql`balance + ${Number(delta('balance'))}`,
         reserve: sql`reserve + ${Number(delta('reserve'))}`,
         held: sql`held + ${Number(delta('held'))}`,
-        updated_at: movement.now,
+        updated_at: now,
       })
       .where('id', '=', walletId)
       .execute();
   }
 }
 
-/** A credit posted without locking the wallet first (postCredit). */
+/** A credit's movement, posted without locking the wallet first (postCreditMovement). */
 export interface PostedCredit {
   walletId: number;
   movementId: number;
+  kind: MovementKind;
   terms: ReserveTerms;
 }
 
 /**
- * Posts a movement that only credits the wallet (a settlement), for which nothing needs the wallet's
- * buckets first: no lock before it. One statement inserts the movement on the organization's wallet and
- * reads the wallet's id and the organization's reserve terms (`entries` makes the entries from those);
- * the entries follow, with `after` (the caller's rows that need the terms), and the wallet's relative
- * update comes last, so that PostgreSQL holds the wallet's row lock, which every payment of the
- * organization waits for, from there to the commit only. Null (nothing changed) when this kind of
- * movement was already posted for the reference. A wallet not made yet is made (and locked) first.
+ * Posts the movement of a credit (a settlement), for which nothing needs the wallet's buckets first: no
+ * lock before it. One statement inserts the movement on the organization's wallet and reads the
+ * wallet's id and the organization's reserve terms, from which the caller makes the entries; it writes
+ * its own rows that need the terms, then creditWallet, so that PostgreSQL holds the wallet's row lock,
+ * which every payment of the organization waits for, from there to the commit only. Null (nothing
+ * changed) when this kind of movement was already posted for the reference. A wallet not made yet is
+ * made (and locked) first.
  */
-export async function postCredit(
+export async function postCreditMovement(
   trx: Executor,
   organizationId: number,
   environment: Environment,
   movement: Omit<NewMovement, 'entries'>,
-  entries: (terms: ReserveTerms) => NewMovement['entries'],
-  after: (posted: PostedCredit) => Promise<void>,
 ): Promise<PostedCredit | null> {
   let inserted = await insertCredit(trx, organizationId, environment, movement);
   if (inserted === undefined) {
@@ -192,19 +191,26 @@ export async function postCredit(
   }
   if (inserted.rolling_reserve_bp === null || inserted.rolling_reserve_days === null)
     throw new Error(`Organization ${organizationId} does not exist.`);
-  const posted: PostedCredit = {
+  return {
     walletId: inserted.wallet_id,
     movementId: inserted.id,
+    kind: movement.kind,
     terms: {
       reserveBp: Number(inserted.rolling_reserve_bp),
       reserveDays: Number(inserted.rolling_reserve_days),
     },
   };
-  const made = { ...movement, entries: entries(posted.terms) };
-  balancedEntries(made);
-  await after(posted);
-  await postEntries(trx, posted.walletId, posted.movementId, made);
-  return posted;
+}
+
+/** The entries of a credit posted by postCreditMovement, and the wallet's update: last in the transaction. */
+export function creditWallet(
+  trx: Executor,
+  posted: PostedCredit,
+  entries: NewMovement['entries'],
+  now: string,
+): Promise<void> {
+  const balanced = balancedEntries({ kind: posted.kind, entries });
+  return postEntries(trx, posted.walletId, posted.movementId, balanced, now);
 }
 
 function insertCredit(

@@ -27,9 +27,7 @@ export const webhookLoops: WorkerLoop[] = [
       const worker = deliveryWorker(ctx);
       worker.wakeLoop = wake;
       const unsubscribe = ctx.outbox.subscribe((wrote) => {
-        worker.signalled = true;
-        // A delivery to send (a redelivery, a test) is claimed by the due read: the round must make it.
-        if (wrote !== 'events') worker.deliveriesSignalled = true;
+        worker.announce(wrote);
         wake(worker.wakeDelayMs(WAKE_COALESCE_MS));
       });
       const database = ctx.config.database;

@@ -5,6 +5,7 @@
 // unsent (the lease then lapses and it is claimed again), so a queued delivery is never sent twice.
 import { createHmac, hash } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
+import type { OutboxWrite } from '../../db/outbox-signal.ts';
 import { keyObject } from '../../lib/crypto.ts';
 import { newUuid } from '../../lib/ids.ts';
 import { type AttemptRecord, recordAttempts } from './outcomes.ts';
@@ -95,9 +96,9 @@ export class DeliveryWorker {
   /** When a round last read the due retries (the probe, or the due claim's own read). */
   private dueReadAt = Number.NEGATIVE_INFINITY;
   /** A commit (this process's, or a NOTIFY or log change from another) was announced since the last round. */
-  signalled = false;
+  private signalled = false;
   /** One of those commits wrote a delivery to send, or is not known to have written events only. */
-  deliveriesSignalled = false;
+  private deliveriesSignalled = false;
   /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
   wakeLoop: (inMs?: number) => void = () => {};
 
@@ -139,6 +140,13 @@ export class DeliveryWorker {
     };
   }
 
+  /** A commit that wrote outbox rows was announced: the next round claims without probing first. */
+  announce(wrote: OutboxWrite): void {
+    this.signalled = true;
+    // A delivery to send (a redelivery, a test) is claimed by the due read: the round must make it.
+    if (wrote !== 'events') this.deliveriesSignalled = true;
+  }
+
   /** One round: claim as much as there is room for, start sending it; returns how much was started. */
   async tick(): Promise<number> {
     if (this.failure !== null) {
@@ -164,7 +172,8 @@ export class DeliveryWorker {
     // claim itself finds out), one read says what there is.
     const probe = this.outboxBusy || signalled ? null : await probeWork(this.ctx.db, lease.now);
     if (probe) this.dueReadAt = Date.now();
-    if (probe && !probe.events && (probe.nextDueAt === null || probe.nextDueAt > lease.now)) {
+    const probeNoneDue = probe !== null && (probe.nextDueAt === null || probe.nextDueAt > lease.now);
+    if (probe && !probe.events && probeNoneDue) {
       this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
       return 0;
     }
@@ -183,7 +192,7 @@ export class DeliveryWorker {
       !deliveriesSignalled &&
       Date.now() - this.dueReadAt < DUE_READ_MAX_AGE_MS &&
       (this.nextDueAt === null || this.nextDueAt > this.ctx.clock().getTime());
-    if (room > 0 && probe !== null && (probe.nextDueAt === null || probe.nextDueAt > lease.now)) {
+    if (room > 0 && probe !== null && probeNoneDue) {
       // The probe read a moment ago that no retry is due: no second read for it. One falling due since
       // is claimed at the round idleMs() schedules for it.
       this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
