@@ -4,8 +4,9 @@
 // delivery the worker lost track of would come 30 s late, past every wait below.
 // - A retry: the worker knows the retry it scheduled (retriesScheduled), so a round a commit wakes
 //   before it falls due does not take it for not due (helper-22's review). The failed send is slow
-//   (2.3 s, past the warm poll); on SQLite the outcome's own commit (a change of the write-ahead log)
-//   wakes such a round. On PostgreSQL that commit NOTIFYs nothing, and the test checks the plain case.
+//   (2.3 s, past the warm poll). The outcome's own commit wakes no round (it NOTIFYs nothing on
+//   PostgreSQL; on SQLite the log watch ignores this process's commits): the round idleMs() schedules
+//   for the retry sends it.
 // - A test delivery sent just after the warm poll ended, within 1 s of the worker's last read: its
 //   commit says it wrote a delivery (in the process; by the trigger's payload on PostgreSQL), and the
 //   round reads (helper-24's review: it waited for the safety poll).

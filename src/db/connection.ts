@@ -27,6 +27,21 @@ export function openDatabase(config: Config['database']): DbHandle {
     ensurePrivateDatabase(config.file);
     const database = openSqlite(config.file);
     const outbox = new OutboxSignal();
+    // PRAGMA data_version changes when another connection commits, never for this one's commits.
+    const dataVersion = database.raw.prepare('PRAGMA data_version');
+    const readVersion = () => Number((dataVersion.get() as { data_version: number }).data_version);
+    let seenVersion = readVersion();
+    outbox.committedElsewhere = () => {
+      let version: number;
+      try {
+        version = readVersion();
+      } catch {
+        return false; // closed: nothing to wake for
+      }
+      if (version === seenVersion) return false;
+      seenVersion = version;
+      return true;
+    };
     // BEGIN IMMEDIATE: a transaction takes the write lock when it begins, waiting for it up to the busy
     // timeout. A deferred BEGIN that reads first and writes later cannot wait: if another process (the
     // CLI, a worker) wrote in between, its upgrade to a write fails at once with SQLITE_BUSY. In one

@@ -86,17 +86,40 @@ export function listenForOutbox(
 }
 
 /**
+ * After a change of the log that `committedElsewhere` did not see as another connection's commit, it is
+ * asked once more this much later: the kernel may report the other process's write of the log before
+ * that process has published the commit in the log's index, which is what data_version reads.
+ */
+export const SQLITE_RECHECK_MS = 20;
+
+/**
  * SQLite has no NOTIFY: a commit by another process on the same file is seen as a change to the file's
  * write-ahead log (`<file>-wal`), which the kernel reports (inotify on Linux) without any polling. The
- * directory is watched, not the log itself, since the log may not exist yet. Our own commits are reported
- * too (a harmless extra wake-up); a watcher that fails is closed, and the safety poll covers the rest.
+ * directory is watched, not the log itself, since the log may not exist yet. This process's own commits
+ * change the log too; `committedElsewhere` (PRAGMA data_version on this process's connection) tells them
+ * apart, so that only another connection's commit calls `onChange`: woken at each of its own commits,
+ * the worker ran a claim (a write on SQLite) for nothing at every API write. A watcher that fails is
+ * closed, and the safety poll covers the rest.
  */
-export function watchSqliteCommits(file: string, onChange: () => void): OutboxListener {
+export function watchSqliteCommits(
+  file: string,
+  committedElsewhere: () => boolean,
+  onChange: () => void,
+): OutboxListener {
   const names = new Set([basename(file), `${basename(file)}-wal`]);
   let watcher: FSWatcher | null = null;
+  let recheck: NodeJS.Timeout | null = null;
+  const check = () => {
+    if (committedElsewhere()) onChange();
+    else
+      recheck ??= setTimeout(() => {
+        recheck = null;
+        if (committedElsewhere()) onChange();
+      }, SQLITE_RECHECK_MS).unref();
+  };
   try {
     watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
-      if (name !== null && names.has(name)) onChange();
+      if (name !== null && names.has(name)) check();
     });
     watcher.on('error', () => {
       watcher?.close();
@@ -107,6 +130,8 @@ export function watchSqliteCommits(file: string, onChange: () => void): OutboxLi
   }
   return {
     async close() {
+      if (recheck) clearTimeout(recheck);
+      recheck = null;
       watcher?.close();
       watcher = null;
     },

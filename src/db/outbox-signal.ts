@@ -45,6 +45,13 @@ export class OutboxSignal {
   notify(wrote: OutboxWrite = 'unknown'): void {
     for (const listener of this.listeners) listener(wrote);
   }
+
+  /**
+   * SQLite only: whether another connection (another process: a worker, the CLI) committed since the
+   * last call that said so. This process's own commits are signalled exactly where they happen (notify),
+   * so a change of the write-ahead log they made is no news. Null on PostgreSQL (NOTIFY says who wrote).
+   */
+  committedElsewhere: (() => boolean) | null = null;
 }
 
 /**

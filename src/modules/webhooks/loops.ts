@@ -1,6 +1,6 @@
 // The webhook worker loop: outbox → deliveries → HTTP, with its in-flight sends drained on stop.
 // It wakes on work: after this process commits events or deliveries (the database's outbox signal), on
-// PostgreSQL at a NOTIFY from any process, on SQLite when any process changes the database file's
+// PostgreSQL at a NOTIFY from any process, on SQLite when another process changes the database file's
 // write-ahead log (watched through the kernel, no polling; all three at once after a quiet moment, else
 // at most one round per WAKE_COALESCE_MS, so that a busy moment's commits go in one claim), and when a retry it scheduled falls due. While idle it polls
 // only every KASSA_WORKER_POLL_MS (the safety poll: work it was not told about, such as expired leases).
@@ -36,7 +36,11 @@ export const webhookLoops: WorkerLoop[] = [
       const listener =
         database.kind === 'postgres'
           ? listenForOutbox(database, (wrote) => ctx.outbox.notify(wrote), onError)
-          : watchSqliteCommits(database.file, () => ctx.outbox.notify('unknown'));
+          : watchSqliteCommits(
+              database.file,
+              () => ctx.outbox.committedElsewhere?.() ?? true,
+              () => ctx.outbox.notify('unknown'),
+            );
       return async () => {
         unsubscribe();
         await listener?.close();

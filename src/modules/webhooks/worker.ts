@@ -55,9 +55,9 @@ const FLUSH_DELAY_MS = 50;
  * A round woken by commits that wrote events only skips the read of due deliveries while the last one
  * is this recent and named none due by now: this worker's own retries are in `nextDueAt`
  * (retriesScheduled), another worker's are that worker's to send, a lapsed lease is found by the next
- * round that reads (the warm poll's, or at the latest the safety poll's), and a commit that wrote a
- * delivery to send (a redelivery, a test) or that is not known (SQLite's log watch, a LISTEN that has
- * just connected) makes the round read.
+ * round that reads (the warm poll's, or at the latest the safety poll's), a commit that wrote a
+ * delivery to send (a redelivery, a test) makes the round read, and one that is not known (SQLite's log
+ * watch, a LISTEN that has just connected) makes it probe (announce).
  */
 const DUE_READ_MAX_AGE_MS = 1000;
 /**
@@ -97,7 +97,7 @@ export class DeliveryWorker {
   private dueReadAt = Number.NEGATIVE_INFINITY;
   /** A commit (this process's, or a NOTIFY or log change from another) was announced since the last round. */
   private signalled = false;
-  /** One of those commits wrote a delivery to send, or is not known to have written events only. */
+  /** One of those commits wrote a delivery to send. */
   private deliveriesSignalled = false;
   /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
   wakeLoop: (inMs?: number) => void = () => {};
@@ -140,11 +140,17 @@ export class DeliveryWorker {
     };
   }
 
-  /** A commit that wrote outbox rows was announced: the next round claims without probing first. */
+  /**
+   * A commit that wrote outbox rows was announced: the next round claims without probing first. A
+   * commit not known to have written any (another process's, seen as a change of SQLite's log; a LISTEN
+   * connection that has just (re)connected) only wakes the loop: its round's probe, a read, says what
+   * there is, where a claim is a write (on SQLite, the database's one write lock).
+   */
   announce(wrote: OutboxWrite): void {
+    if (wrote === 'unknown') return;
     this.signalled = true;
     // A delivery to send (a redelivery, a test) is claimed by the due read: the round must make it.
-    if (wrote !== 'events') this.deliveriesSignalled = true;
+    if (wrote === 'deliveries') this.deliveriesSignalled = true;
   }
 
   /** One round: claim as much as there is room for, start sending it; returns how much was started. */
