@@ -62,7 +62,13 @@ function unleasedEvents(db: Executor) {
  * rows out one by one. With `lock` (the claim itself, on PostgreSQL) each row is locked as it is read,
  * and rows another claim holds are skipped; a read that only asks whether there is work locks nothing.
  */
-function claimableEventIds(db: Executor, now: string, limit: number, lock = false) {
+function claimableEventIds(
+  db: Executor,
+  now: string,
+  limit: number,
+  lock = false,
+  windows: { first: number; second: number } = claimWindows(limit),
+) {
   const unleased = () =>
     unleasedEvents(db)
       .innerJoin(
@@ -80,10 +86,10 @@ function claimableEventIds(db: Executor, now: string, limit: number, lock = fals
   ) => eb('first_unleased.lowest', '+', ids);
   let inWindow = unleased()
     .where((eb) => eb('events.id', '>=', eb.ref('first_unleased.lowest')))
-    .where((eb) => eb('events.id', '<', past(eb, limit * 2 + 64)));
+    .where((eb) => eb('events.id', '<', past(eb, windows.first)));
   let pastWindow = unleased()
-    .where((eb) => eb('events.id', '>=', past(eb, limit * 2 + 64)))
-    .where((eb) => eb('events.id', '<', past(eb, limit * 32 + 1024)));
+    .where((eb) => eb('events.id', '>=', past(eb, windows.first)))
+    .where((eb) => eb('events.id', '<', past(eb, windows.second)));
   let lapsed = db
     .selectFrom('events')
     .select('id')
@@ -103,6 +109,11 @@ function claimableEventIds(db: Executor, now: string, limit: number, lock = fals
     .unionAll(db.selectFrom(pastWindow.as('past_window')).select('past_window.id'))
     .unionAll(db.selectFrom(lapsed.as('lapsed')).select('lapsed.id'))
     .limit(limit);
+}
+
+/** How far past the lowest unleased event the two parts of a claim of `limit` events read (above). */
+function claimWindows(limit: number) {
+  return { first: limit * 2 + 64, second: limit * 32 + 1024 };
 }
 
 /** The pending deliveries a claim at `now` may take, earliest due first (the partial index's order). */
@@ -143,6 +154,40 @@ export async function probeWork(db: Executor, now: string): Promise<WorkProbe> {
 }
 
 /**
+ * The claim's one statement, prepared (named on PostgreSQL): a statement of three window reads and two
+ * subqueries, parsed and planned at every round it was, and built by Kysely at every round.
+ */
+const leaseEvents = prepareQuery(
+  6,
+  (db, workerId: string, until: string, now: string, limit: number, first: number, second: number) => {
+    const endpointColumn = <C extends 'endpoint_url' | 'secret_encrypted'>(
+      eb: ExpressionBuilder<Database, 'events'>,
+      column: C,
+    ) =>
+      eb
+        .selectFrom('webhook_endpoints as w')
+        .select(`w.${column}` as `w.${C}`)
+        .whereRef('w.organization_id', '=', 'events.organization_id')
+        .as(column);
+    return db
+      .updateTable('events')
+      .set({ locked_by: workerId, locked_until: until })
+      .where('id', 'in', claimableEventIds(db, now, limit, true, { first, second }))
+      .returning((eb) => [
+        'id',
+        'organization_id',
+        'environment',
+        'type',
+        'subject',
+        'payload',
+        'created_at',
+        endpointColumn(eb, 'endpoint_url'),
+        endpointColumn(eb, 'secret_encrypted'),
+      ]);
+  },
+);
+
+/**
  * Leases up to `limit` outbox events to this worker, so that their first deliveries are sent at once;
  * the delivery rows are written after the sends, with their outcomes (recordAttempts). Events of
  * organizations without an endpoint are marked dispatched with no delivery: webhooks start with the
@@ -158,33 +203,9 @@ export async function dispatchEvents(
   // Leased in one statement, with each event's endpoint read in it (other dispatchers skip the rows
   // it locks): no transaction, one round trip. An event whose organization has no endpoint is then
   // marked dispatched; should the process die first, its lease lapses and the next claim marks it.
-  const batch = claimableEventIds(db, lease.now, limit, true);
-  const endpointColumn = <C extends 'endpoint_url' | 'secret_encrypted'>(
-    eb: ExpressionBuilder<Database, 'events'>,
-    column: C,
-  ) =>
-    eb
-      .selectFrom('webhook_endpoints as w')
-      .select(`w.${column}` as `w.${C}`)
-      .whereRef('w.organization_id', '=', 'events.organization_id')
-      .as(column);
+  const windows = claimWindows(limit);
   const events = (
-    await db
-      .updateTable('events')
-      .set({ locked_by: lease.workerId, locked_until: lease.until })
-      .where('id', 'in', batch)
-      .returning((eb) => [
-        'id',
-        'organization_id',
-        'environment',
-        'type',
-        'subject',
-        'payload',
-        'created_at',
-        endpointColumn(eb, 'endpoint_url'),
-        endpointColumn(eb, 'secret_encrypted'),
-      ])
-      .execute()
+    await leaseEvents.all(db, lease.workerId, lease.until, lease.now, limit, windows.first, windows.second)
   ).sort((a, b) => a.id - b.id);
   const claimed: ClaimedDelivery[] = [];
   const undeliverable: number[] = [];
