@@ -87,7 +87,7 @@ export function listenForOutbox(
 
 /**
  * After a change of the log that `committedElsewhere` did not see as another connection's commit, it is
- * asked once more this much later: the kernel may report the other process's write of the log before
+ * asked once more this much after the latest such change: the kernel may report the other process's write of the log before
  * that process has published the commit in the log's index, which is what data_version reads.
  */
 export const SQLITE_RECHECK_MS = 20;
@@ -110,9 +110,12 @@ export function watchSqliteCommits(
   let watcher: FSWatcher | null = null;
   let recheck: NodeJS.Timeout | null = null;
   const check = () => {
+    if (recheck) clearTimeout(recheck);
+    recheck = null;
     if (committedElsewhere()) onChange();
+    // Asked again SQLITE_RECHECK_MS after the latest change that said no, not after the first of several.
     else
-      recheck ??= setTimeout(() => {
+      recheck = setTimeout(() => {
         recheck = null;
         if (committedElsewhere()) onChange();
       }, SQLITE_RECHECK_MS).unref();

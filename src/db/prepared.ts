@@ -16,14 +16,63 @@ import { writesOutbox } from './outbox-signal.ts';
  */
 const statementNames = new Map<string, string>();
 
+/**
+ * Every other statement with parameters is named too when its SQL is sent a second time:
+ * the statements Kysely builds for a payment, a refund or the worker's outcomes have the same SQL at
+ * every call (values go as parameters), so PostgreSQL parses and plans them once per connection as
+ * well. Not named (NOT_AUTO_NAMED):
+ * - statements without parameters (BEGIN, COMMIT, DDL);
+ * - SQL whose text grows with a batch (several rows of VALUES, a list of parameters after IN), and any
+ *   SQL longer than AUTO_NAME_MAX_LENGTH: each size would take a name of its own;
+ * - SQL that selects or returns `*`: its columns are fixed when it is prepared, and a process still
+ *   running when a migration adds a column would fail it at every call ("cached plan must not change
+ *   result type") until it restarts, where unnamed it goes on working;
+ * - any new SQL once AUTO_NAME_MAX have been named (each connection keeps each named statement and its
+ *   plan). The SQL seen once is forgotten when AUTO_NAME_CANDIDATES are waiting.
+ */
+const AUTO_NAME_MAX_LENGTH = 4096;
+const AUTO_NAME_MAX = 300;
+const AUTO_NAME_CANDIDATES = 2000;
+const NOT_AUTO_NAMED = /\)\s*,\s*\(|\bin \(\$\d+\s*,|\bselect \*|\.\*|\breturning \*/i;
+const seenOnce = new Set<string>();
+/** SQL found not to be named (NOT_AUTO_NAMED), so that it is not searched again at every call. */
+const notNamed = new Set<string>();
+let autoNamed = 0;
+
+/** The name `text` goes by: a prepared query's, or one given once it is seen again (above). */
+export function statementName(text: string, parameters: number): string | undefined {
+  const name = statementNames.get(text);
+  if (name !== undefined || parameters === 0 || text.length > AUTO_NAME_MAX_LENGTH) return name;
+  if (notNamed.has(text)) return undefined;
+  if (NOT_AUTO_NAMED.test(text)) {
+    if (notNamed.size >= AUTO_NAME_CANDIDATES) notNamed.clear();
+    notNamed.add(text);
+    return undefined;
+  }
+  if (autoNamed >= AUTO_NAME_MAX) return undefined;
+  if (!seenOnce.has(text)) {
+    if (seenOnce.size >= AUTO_NAME_CANDIDATES) seenOnce.clear();
+    seenOnce.add(text);
+    return undefined;
+  }
+  seenOnce.delete(text);
+  autoNamed++;
+  const given = `kassa_${statementNames.size + 1}`;
+  statementNames.set(text, given);
+  return given;
+}
+
 type QueryFunction = (...args: unknown[]) => unknown;
 
-/** Makes `client` send the SQL of prepared queries as named statements (pg's `{ name, text, values }`). */
+/** Makes `client` send SQL by name (pg's `{ name, text, values }`): prepared queries' and repeated SQL. */
 export function nameHotStatements(client: { query: QueryFunction }): void {
   const query = client.query.bind(client) as QueryFunction;
   client.query = (...args: unknown[]) => {
     const [text, values] = args;
-    const name = args.length === 2 && typeof text === 'string' ? statementNames.get(text) : undefined;
+    const name =
+      args.length === 2 && typeof text === 'string' && Array.isArray(values)
+        ? statementName(text, values.length)
+        : undefined;
     return name === undefined ? query(...args) : query({ name, text, values });
   };
 }

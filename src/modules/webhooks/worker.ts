@@ -97,7 +97,7 @@ export class DeliveryWorker {
   private lastClaimAt = Number.NEGATIVE_INFINITY;
   /** When a round last read the due retries (the probe, or the due claim's own read). */
   private dueReadAt = Number.NEGATIVE_INFINITY;
-  /** A commit (this process's, or a NOTIFY or log change from another) was announced since the last round. */
+  /** A commit that wrote outbox rows (this process's, or another's NOTIFY) was announced since the last round. */
   private signalled = false;
   /** One of those commits wrote a delivery to send. */
   private deliveriesSignalled = false;
