@@ -66,6 +66,44 @@ describe('the webhook delivery log, redelivery and resend', () => {
     assert.equal(await verify(secret, requests[1].text, header(requests[1], 'x-webhook-signature')), true);
   });
 
+  test('an answer whose body holds a NUL or broken text is logged (the NUL replaced), and the retry goes out', async () => {
+    // PostgreSQL's text holds no NUL: stored as it came, the outcome's whole flush failed and its
+    // deliveries were sent again and again.
+    const { merchant } = await merchantWithEndpoint();
+    const respond = receiver.respond;
+    let answered = 0;
+    receiver.respond = (request, index) =>
+      mine(merchant)(request) && answered++ === 0
+        ? { status: 500, body: 'bad\u0000body \ud800 end' }
+        : respond(request, index);
+    try {
+      const sent = await call<{ delivery_id: string }>(server, 'POST', '/api/organization/webhook/test/', {
+        token: merchant.token,
+      });
+      let delivery: (Delivery & { attempts: { response_body: string | null }[] }) | undefined;
+      await waitUntil(
+        async () => {
+          const read = await call<typeof delivery>(
+            server,
+            'GET',
+            `/api/organization/webhook/deliveries/${sent.body.delivery_id}/`,
+            { token: merchant.token },
+          );
+          delivery = read.body;
+          return read.status === 200 && delivery?.status === 'delivered';
+        },
+        10_000,
+        'the delivery delivered',
+      );
+      assert.equal(delivery?.attempt_count, 2);
+      assert.equal(delivery?.attempts[0].response_status, 500);
+      assert.equal(delivery?.attempts[0].response_body, 'bad\ufffdbody \ufffd end');
+      assert.equal(receiver.requests.filter(mine(merchant)).length, 2, 'sent twice: once, and its retry');
+    } finally {
+      receiver.respond = respond;
+    }
+  });
+
   test('events from before the endpoint was set are not delivered', async () => {
     const merchant = await createTestMerchant(server);
     const eventId = await emitEvent(server.ctx.db, {

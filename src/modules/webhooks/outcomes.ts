@@ -4,6 +4,7 @@
 // leases.
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.ts';
+import { jsonIds, jsonRows } from '../../db/json-rows.ts';
 import type { FirstDelivery } from './worker-store.ts';
 
 /** What happened to one attempt, and what the delivery becomes. */
@@ -24,7 +25,38 @@ export interface AttemptRecord {
   outcome: { status: 'delivered' } | { status: 'pending'; nextAttemptAt: string } | { status: 'failed' };
 }
 
-/** Writes a batch of outcomes in one transaction. */
+const ATTEMPT_COLUMNS = [
+  'delivery_id',
+  'attempt',
+  'attempted_at',
+  'url',
+  'response_status',
+  'duration_ms',
+  'error',
+  'response_body',
+] as const;
+
+const FIRST_DELIVERY_COLUMNS = {
+  delivery_id: 'text',
+  organization_id: 'bigint',
+  event_id: 'bigint',
+  event_type: 'text',
+  environment: 'text',
+  subject: 'text',
+  status: 'text',
+  attempt_count: 'integer',
+  next_attempt_at: 'text',
+  last_response_status: 'integer',
+  last_error: 'text',
+  created_at: 'text',
+  updated_at: 'text',
+  delivered_at: 'text',
+} as const;
+
+/**
+ * Writes a batch of outcomes in one transaction. Each batch statement takes its rows as one JSON
+ * parameter (json-rows.ts): the same SQL for every batch size.
+ */
 export async function recordAttempts(
   db: Kysely<Database>,
   workerId: string,
@@ -35,17 +67,31 @@ export async function recordAttempts(
     const rowIds = await insertFirstDeliveries(trx, records, now);
     await trx
       .insertInto('webhook_attempts')
-      .values(
-        records.map((record) => ({
-          delivery_id: record.deliveryRowId ?? (rowIds.get(record.first?.eventId ?? -1) as number),
-          attempt: record.attempt,
-          attempted_at: record.attemptedAt,
-          url: record.url,
-          response_status: record.responseStatus,
-          duration_ms: record.durationMs,
-          error: record.error,
-          response_body: record.responseBody,
-        })),
+      .columns(ATTEMPT_COLUMNS)
+      .expression(
+        jsonRows(
+          trx,
+          records.map((record) => ({
+            delivery_id: record.deliveryRowId ?? (rowIds.get(record.first?.eventId ?? -1) as number),
+            attempt: record.attempt,
+            attempted_at: record.attemptedAt,
+            url: record.url,
+            response_status: record.responseStatus,
+            duration_ms: record.durationMs,
+            error: record.error,
+            response_body: record.responseBody,
+          })),
+          {
+            delivery_id: 'bigint',
+            attempt: 'integer',
+            attempted_at: 'text',
+            url: 'text',
+            response_status: 'integer',
+            duration_ms: 'integer',
+            error: 'text',
+            response_body: 'text',
+          },
+        ),
       )
       .execute();
     // Successes are the bulk: one statement per (attempt number, response status) group.
@@ -71,7 +117,10 @@ export async function recordAttempts(
         .where(
           'id',
           'in',
-          group.map((record) => record.deliveryRowId as number),
+          jsonIds(
+            trx,
+            group.map((record) => record.deliveryRowId as number),
+          ),
         )
         .where('locked_by', '=', workerId)
         .execute();
@@ -116,28 +165,32 @@ async function insertFirstDeliveries(
   if (firsts.length === 0) return rowIds;
   const inserted = await trx
     .insertInto('webhook_deliveries')
-    .values(
-      firsts.map((record) => {
-        const first = record.first as FirstDelivery;
-        const outcome = record.outcome;
-        return {
-          delivery_id: record.deliveryId,
-          organization_id: first.organizationId,
-          event_id: first.eventId,
-          event_type: record.eventType,
-          environment: first.environment,
-          subject: first.subject,
-          status: outcome.status,
-          attempt_count: record.attempt,
-          next_attempt_at: outcome.status === 'pending' ? outcome.nextAttemptAt : record.attemptedAt,
-          last_response_status: record.responseStatus,
-          last_error: outcome.status === 'delivered' ? null : record.error,
-          redelivery_of: null,
-          created_at: record.attemptedAt,
-          updated_at: now,
-          delivered_at: outcome.status === 'delivered' ? now : null,
-        };
-      }),
+    .columns(Object.keys(FIRST_DELIVERY_COLUMNS) as (keyof typeof FIRST_DELIVERY_COLUMNS)[])
+    .expression(
+      jsonRows(
+        trx,
+        firsts.map((record) => {
+          const first = record.first as FirstDelivery;
+          const outcome = record.outcome;
+          return {
+            delivery_id: record.deliveryId,
+            organization_id: first.organizationId,
+            event_id: first.eventId,
+            event_type: record.eventType,
+            environment: first.environment,
+            subject: first.subject,
+            status: outcome.status,
+            attempt_count: record.attempt,
+            next_attempt_at: outcome.status === 'pending' ? outcome.nextAttemptAt : record.attemptedAt,
+            last_response_status: record.responseStatus,
+            last_error: outcome.status === 'delivered' ? null : record.error,
+            created_at: record.attemptedAt,
+            updated_at: now,
+            delivered_at: outcome.status === 'delivered' ? now : null,
+          };
+        }),
+        FIRST_DELIVERY_COLUMNS,
+      ),
     )
     // Any conflict, on the one automatic delivery of the event or on its webhook id (the same for both
     // senders), means another worker wrote this event's row first.
@@ -159,7 +212,7 @@ async function insertFirstDeliveries(
   await trx
     .updateTable('events')
     .set({ dispatched_at: now, locked_by: null, locked_until: null })
-    .where('id', 'in', eventIds)
+    .where('id', 'in', jsonIds(trx, eventIds))
     .execute();
   return rowIds;
 }

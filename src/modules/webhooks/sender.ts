@@ -22,7 +22,20 @@ export function isSuccess(outcome: AttemptOutcome): boolean {
   return outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
 }
 
+/**
+ * Text from the receiver, made storable: a NUL (which PostgreSQL's text cannot hold: the worker's
+ * whole flush of outcomes failed on one, and its deliveries were sent again at every lease) and a lone
+ * surrogate become U+FFFD, as the UTF-8 decoder already makes every invalid byte.
+ */
+export function storable(text: string): string {
+  return text.toWellFormed().replaceAll('\u0000', '\ufffd');
+}
+
 function describe(error: unknown, timeoutMs: number, timedOut: boolean): string {
+  return storable(describeError(error, timeoutMs, timedOut));
+}
+
+function describeError(error: unknown, timeoutMs: number, timedOut: boolean): string {
   if (timedOut) return `Timed out after ${timeoutMs} ms.`;
   if (error instanceof BlockedAddressError) return `Refused: ${error.message}`;
   if (error instanceof Error) {
@@ -162,7 +175,7 @@ export class WebhookSender {
             if (read > MAX_READ) response.destroy();
           });
           const done = (error: unknown) => {
-            responseBody = keep ? text : null;
+            responseBody = keep ? storable(text) : null;
             finish(error);
           };
           response.on('end', () => done(null));
