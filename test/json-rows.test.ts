@@ -1,6 +1,7 @@
 // A batch sent as one JSON parameter (src/db/json-rows.ts, the webhook worker's outcomes) stores exactly
 // the values a statement with one parameter per value stores, on both databases: text with quotes,
-// backslashes, newlines, non-Latin and astral characters, nulls, and integers up to 2^53.
+// backslashes, newlines, non-Latin and astral characters, nulls, and integers up to 2^53; a lone
+// surrogate as U+FFFD, as a parameter's UTF-8 has it.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { jsonIds, jsonRows } from '../src/db/json-rows.ts';
@@ -19,6 +20,7 @@ const TEXTS = [
   'ünïcödé — 日本語 — 😀',
   '',
   null,
+  'lone \ud800 surrogate',
 ];
 
 test(`rows and ids read from one JSON parameter are stored exactly (${DB_KIND})`, async () => {
@@ -30,7 +32,7 @@ test(`rows and ids read from one JSON parameter are stored exactly (${DB_KIND})`
     type: 'json.rows',
     subject,
     payload: JSON.stringify({ n: index, text: subject }),
-    created_at: `2026-11-27T00:00:0${index}.000Z`,
+    created_at: `2026-11-27T00:00:${String(index).padStart(2, '0')}.000Z`,
   }));
   const inserted = await db
     .insertInto('events')
@@ -57,7 +59,7 @@ test(`rows and ids read from one JSON parameter are stored exactly (${DB_KIND})`
     .execute();
   assert.deepEqual(
     stored.map((row) => ({ ...row })),
-    rows,
+    rows.map((row) => ({ ...row, subject: row.subject?.toWellFormed() ?? null })),
     'in the order given, value for value',
   );
 

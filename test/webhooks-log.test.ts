@@ -66,7 +66,7 @@ describe('the webhook delivery log, redelivery and resend', () => {
     assert.equal(await verify(secret, requests[1].text, header(requests[1], 'x-webhook-signature')), true);
   });
 
-  test('an answer whose body holds a NUL or broken text is logged (the NUL replaced), and the retry goes out', async () => {
+  test('an answer whose kept body holds a NUL or half a character is logged (each as U+FFFD), and the retry goes out', async () => {
     // PostgreSQL's text holds no NUL: stored as it came, the outcome's whole flush failed and its
     // deliveries were sent again and again.
     const { merchant } = await merchantWithEndpoint();
@@ -74,7 +74,7 @@ describe('the webhook delivery log, redelivery and resend', () => {
     let answered = 0;
     receiver.respond = (request, index) =>
       mine(merchant)(request) && answered++ === 0
-        ? { status: 500, body: 'bad\u0000body \ud800 end' }
+        ? { status: 500, body: `bad\u0000body${'x'.repeat(1023 - 8)}😀` }
         : respond(request, index);
     try {
       const sent = await call<{ delivery_id: string }>(server, 'POST', '/api/organization/webhook/test/', {
@@ -97,7 +97,8 @@ describe('the webhook delivery log, redelivery and resend', () => {
       );
       assert.equal(delivery?.attempt_count, 2);
       assert.equal(delivery?.attempts[0].response_status, 500);
-      assert.equal(delivery?.attempts[0].response_body, 'bad\ufffdbody \ufffd end');
+      // The first kilobyte is kept: its cut falls inside the emoji, whose lone first half is stored as U+FFFD.
+      assert.equal(delivery?.attempts[0].response_body, `bad\ufffdbody${'x'.repeat(1023 - 8)}\ufffd`);
       assert.equal(receiver.requests.filter(mine(merchant)).length, 2, 'sent twice: once, and its retry');
     } finally {
       receiver.respond = respond;

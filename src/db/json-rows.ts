@@ -2,13 +2,22 @@
 // that a statement over a batch has the same SQL whatever its size: PostgreSQL parses and plans it once
 // per connection (it goes by name, prepared.ts), SQLite keeps one compiled statement, and Kysely builds
 // a handful of nodes instead of one per value (the webhook worker's outcomes: 23 values per delivery,
-// 256 deliveries a flush). PostgreSQL reads it with json_to_recordset, SQLite with json_each.
+// 256 deliveries a flush). Each row goes as an array of its values in the order of the columns, read
+// by position: json_array_elements on PostgreSQL, json_each on SQLite, both in the array's order.
 import { type RawBuilder, sql } from 'kysely';
 import { isPostgres } from './connection.ts';
 import type { Executor } from './database.ts';
 
 /** The SQL type each column is read as. */
 export type JsonColumnType = 'text' | 'bigint' | 'integer';
+
+/**
+ * A lone surrogate as U+FFFD, as a parameter of its own is sent (UTF-8 has no lone surrogates):
+ * JSON.stringify writes it as an escape, which PostgreSQL's JSON refuses, failing the statement.
+ */
+function wellFormed(value: string | number | null): string | number | null {
+  return typeof value === 'string' ? value.toWellFormed() : value;
+}
 
 /** `select <columns> from <the rows of json>`: the columns in the order given, null where a row has none. */
 export function jsonRows<Row extends Record<string, string | number | null>>(
@@ -17,7 +26,7 @@ export function jsonRows<Row extends Record<string, string | number | null>>(
   columns: { [Column in keyof Row & string]: JsonColumnType },
 ): RawBuilder<Row> {
   const names = Object.keys(columns) as (keyof Row & string)[];
-  const json = JSON.stringify(rows.map((row) => names.map((name) => row[name])));
+  const json = JSON.stringify(rows.map((row) => names.map((name) => wellFormed(row[name]))));
   if (isPostgres(db)) {
     // Arrays, not objects: each row's values in the order of `columns`, read by position.
     const read = names.map(

@@ -25,17 +25,19 @@ export interface AttemptRecord {
   outcome: { status: 'delivered' } | { status: 'pending'; nextAttemptAt: string } | { status: 'failed' };
 }
 
-const ATTEMPT_COLUMNS = [
-  'delivery_id',
-  'attempt',
-  'attempted_at',
-  'url',
-  'response_status',
-  'duration_ms',
-  'error',
-  'response_body',
-] as const;
+/** The columns of an attempt, in the order the JSON rows carry them (jsonRows). */
+const ATTEMPT_COLUMNS = {
+  delivery_id: 'bigint',
+  attempt: 'integer',
+  attempted_at: 'text',
+  url: 'text',
+  response_status: 'integer',
+  duration_ms: 'integer',
+  error: 'text',
+  response_body: 'text',
+} as const;
 
+/** The columns of an event's first delivery, in the order the JSON rows carry them (jsonRows). */
 const FIRST_DELIVERY_COLUMNS = {
   delivery_id: 'text',
   organization_id: 'bigint',
@@ -67,7 +69,7 @@ export async function recordAttempts(
     const rowIds = await insertFirstDeliveries(trx, records, now);
     await trx
       .insertInto('webhook_attempts')
-      .columns(ATTEMPT_COLUMNS)
+      .columns(Object.keys(ATTEMPT_COLUMNS) as (keyof typeof ATTEMPT_COLUMNS)[])
       .expression(
         jsonRows(
           trx,
@@ -81,16 +83,7 @@ export async function recordAttempts(
             error: record.error,
             response_body: record.responseBody,
           })),
-          {
-            delivery_id: 'bigint',
-            attempt: 'integer',
-            attempted_at: 'text',
-            url: 'text',
-            response_status: 'integer',
-            duration_ms: 'integer',
-            error: 'text',
-            response_body: 'text',
-          },
+          ATTEMPT_COLUMNS,
         ),
       )
       .execute();
