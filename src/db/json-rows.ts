@@ -19,7 +19,10 @@ function wellFormed(value: string | number | null): string | number | null {
   return typeof value === 'string' ? value.toWellFormed() : value;
 }
 
-/** `select <columns> from <the rows of json>`: the columns in the order given, null where a row has none. */
+/**
+ * `select <columns> from <the rows of json>`: the columns in the order given, null where a row has none,
+ * the rows in the order given (ordered by their position: an insert takes its rows' locks in that order).
+ */
 export function jsonRows<Row extends Record<string, string | number | null>>(
   db: Executor,
   rows: Row[],
@@ -32,13 +35,13 @@ export function jsonRows<Row extends Record<string, string | number | null>>(
     const read = names.map(
       (name, index) => sql`(r.value->>${sql.lit(index)})::${sql.raw(columns[name])} as ${sql.ref(name)}`,
     );
-    return sql<Row>`select ${sql.join(read)} from json_array_elements(${json}::json) as r(value)`;
+    return sql<Row>`select ${sql.join(read)} from json_array_elements(${json}::json) with ordinality as r(value, n) order by r.n`;
   }
   const read = names.map(
     (name, index) => sql`json_extract(r.value, ${sql.lit(`$[${index}]`)}) as ${sql.ref(name)}`,
   );
   // `where true`: an INSERT … SELECT followed by ON CONFLICT needs it to parse on SQLite.
-  return sql<Row>`select ${sql.join(read)} from json_each(${json}) as r where true`;
+  return sql<Row>`select ${sql.join(read)} from json_each(${json}) as r where true order by r.key`;
 }
 
 /** `(select … from <the ids of json>)`, the right side of `id in …` over a batch of ids. */
