@@ -84,12 +84,14 @@ export async function webhookThroughput(
   bench: WebhookBench,
   events: number,
   enqueue: Enqueue = kassaEnqueue(bench),
+  committed: () => void = () => {},
 ): Promise<ThroughputResult> {
   runs += 1;
   const prefix = `throughput-${runs}-`;
   await bench.receiver.ask({ type: 'reset' }, 'ok');
   await enqueue(Array.from({ length: events }, (_, i) => `${prefix}${i}`));
   const committedAt = preciseNow();
+  committed();
   const arrived = await arrivals(bench, events);
   const times = [...arrived].filter(([marker]) => marker.startsWith(prefix)).map(([, at]) => at);
   const elapsedMs = times.length ? Math.max(...times) - committedAt : bench.timeoutMs;
