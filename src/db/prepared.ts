@@ -33,7 +33,9 @@ const statementNames = new Map<string, string>();
 const AUTO_NAME_MAX_LENGTH = 4096;
 const AUTO_NAME_MAX = 300;
 const AUTO_NAME_CANDIDATES = 2000;
-const NOT_AUTO_NAMED = /\)\s*,\s*\(|\bin \(\$\d+\s*,|\bselect \*|\.\*|\breturning \*/i;
+/** SQL that reads `*`: never named, a prepared query's no more than repeated SQL (the reason above). */
+const READS_EVERY_COLUMN = /\bselect (distinct )?\*|\.\*|\breturning \*/i;
+const NOT_AUTO_NAMED = new RegExp(`\\)\\s*,\\s*\\(|\\bin \\(\\$\\d+\\s*,|${READS_EVERY_COLUMN.source}`, 'i');
 const seenOnce = new Set<string>();
 /** SQL found not to be named (NOT_AUTO_NAMED), so that it is not searched again at every call. */
 const notNamed = new Set<string>();
@@ -131,7 +133,7 @@ export function prepareQuery<Args extends unknown[], Row>(
       );
       compiled = { query, slots, direct: !writesOutbox(query) };
       byDialect.set(dialect, compiled);
-      if (dialect === 'postgres' && !statementNames.has(query.sql))
+      if (dialect === 'postgres' && !statementNames.has(query.sql) && !READS_EVERY_COLUMN.test(query.sql))
         statementNames.set(query.sql, `kassa_${statementNames.size + 1}`);
     }
     return compiled;

@@ -53,7 +53,7 @@ function filtered(db: Executor, organizationId: number, request: FastifyRequest)
     scoped = scoped.where((eb) =>
       eb.or([
         eb('action', '=', action),
-        eb(eb.fn<string>('substr', ['action', sql.lit(1), sql.lit(prefix.length)]), '=', prefix),
+        eb(eb.fn<string>('substr', ['action', sql.lit(1), sql.val(prefix.length)]), '=', prefix),
       ]),
     );
   }

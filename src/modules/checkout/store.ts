@@ -6,7 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { prepareInsert, prepareQuery } from '../../db/prepared.ts';
 import { isPublicId, sha256Hex } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
-import type { PaymentRow, PaymentsTable } from '../payments/table.ts';
+import { PAYMENT_COLUMNS, type PaymentRow } from '../payments/table.ts';
 import type { CheckoutSessionRow, CheckoutSessionsTable } from './table.ts';
 
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -36,46 +36,13 @@ export function findByPublicId(
     .executeTakeFirst();
 }
 
-/** Every column of a payment (checked complete against its table), for a statement that reads one beside its session. */
-const PAYMENT_COLUMNS = Object.keys({
-  id: true,
-  public_id: true,
-  organization_id: true,
-  environment: true,
-  checkout_session_id: true,
-  payment_link_id: true,
-  subscription_id: true,
-  status: true,
-  currency: true,
-  gross: true,
-  fee: true,
-  net: true,
-  gross_ht: true,
-  fee_bp: true,
-  fx_rate: true,
-  net_usd: true,
-  payer_email: true,
-  products: true,
-  provider: true,
-  provider_payment_id: true,
-  provider_refund_state: true,
-  deposit_status: true,
-  settled_at: true,
-  refunded_amount: true,
-  simulated: true,
-  next_action: true,
-  provider_conflict: true,
-  created_at: true,
-  updated_at: true,
-} satisfies Record<keyof PaymentsTable, true>) as (keyof PaymentsTable & string)[];
-
 // The hosted step's first read: the session by its token and its payment, if any (a checkout has at
 // most one), in one statement; the payment's columns come as `payment__<column>`.
 const byTokenWithPayment = prepareQuery(1, (db, tokenHash: string) =>
   db
     .selectFrom('checkout_sessions')
     .leftJoin('payments', 'payments.checkout_session_id', 'checkout_sessions.id')
-    .selectAll('checkout_sessions')
+    .select(SESSION_ROW_COLUMNS.map((column) => `checkout_sessions.${column}` as const))
     .select(PAYMENT_COLUMNS.map((column) => sql.ref(`payments.${column}`).as(`payment__${column}`)))
     .where('checkout_sessions.token_hash', '=', tokenHash),
 );
@@ -180,6 +147,12 @@ export const SESSION_COLUMNS = [
   'completed_at',
   'purpose',
 ] as const satisfies readonly (keyof Omit<CheckoutSessionsTable, 'id'>)[];
+/** Every column of a session, for a statement that reads whole rows by name (PAYMENT_COLUMNS says why). */
+const SESSION_ROW_COLUMNS = ['id', ...SESSION_COLUMNS] as const;
+/** The type check that SESSION_COLUMNS misses none of the table's columns. */
+type UnlistedSessionColumn = Exclude<keyof CheckoutSessionsTable, (typeof SESSION_ROW_COLUMNS)[number]>;
+const sessionColumnsComplete: [UnlistedSessionColumn] extends [never] ? true : UnlistedSessionColumn = true;
+void sessionColumnsComplete;
 const sessionInsert = prepareInsert('checkout_sessions', SESSION_COLUMNS, ['id']);
 
 /** Records a session (every column but the id); returns the new row's id. */

@@ -5,7 +5,12 @@ import type { Executor } from '../../db/database.ts';
 import { prepareQuery } from '../../db/prepared.ts';
 import { isPublicId, parseNumericId } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
-import type { DepositAttemptRow, PaymentRow } from './table.ts';
+import {
+  DEPOSIT_ATTEMPT_COLUMNS,
+  type DepositAttemptRow,
+  PAYMENT_COLUMNS,
+  type PaymentRow,
+} from './table.ts';
 
 /** A payment row with its checkout's references (what GET /transactions/{id}/ shows of the checkout). */
 export type PaymentWithReference = PaymentRow & {
@@ -21,7 +26,7 @@ const paymentsOf = (db: Executor, organizationId: number) =>
   db
     .selectFrom('payments')
     .leftJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
-    .selectAll('payments')
+    .select(PAYMENT_COLUMNS.map((column) => `payments.${column}` as const))
     .select([
       'checkout_sessions.public_id as checkout_public_id',
       'checkout_sessions.metadata as checkout_metadata',
@@ -241,7 +246,7 @@ export function paymentOfCheckout(db: Executor, checkoutSessionId: number) {
 const attemptsOfPayment = prepareQuery(1, (db, paymentId: number) =>
   db
     .selectFrom('deposit_attempts')
-    .selectAll()
+    .select(DEPOSIT_ATTEMPT_COLUMNS)
     .where('payment_id', '=', paymentId)
     .orderBy('attempted_at', 'desc')
     .orderBy('id', 'desc'),

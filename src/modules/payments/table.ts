@@ -83,3 +83,54 @@ export interface PaymentTables {
   payments: PaymentsTable;
   deposit_attempts: DepositAttemptsTable;
 }
+
+/**
+ * Every column of a payment and of a card attempt (checked complete against the tables above), for the
+ * statements that read whole rows by name: a named statement on PostgreSQL fixes its columns when it is
+ * prepared, so one that read `*` would fail at every call in a process still running when a migration
+ * adds a column (prepared.ts); a list of columns goes on reading the columns it names.
+ */
+export const PAYMENT_COLUMNS = Object.keys({
+  id: true,
+  public_id: true,
+  organization_id: true,
+  environment: true,
+  checkout_session_id: true,
+  payment_link_id: true,
+  subscription_id: true,
+  status: true,
+  currency: true,
+  gross: true,
+  fee: true,
+  net: true,
+  gross_ht: true,
+  fee_bp: true,
+  fx_rate: true,
+  net_usd: true,
+  payer_email: true,
+  products: true,
+  provider: true,
+  provider_payment_id: true,
+  provider_refund_state: true,
+  deposit_status: true,
+  settled_at: true,
+  refunded_amount: true,
+  simulated: true,
+  next_action: true,
+  provider_conflict: true,
+  created_at: true,
+  updated_at: true,
+} satisfies Record<keyof PaymentsTable, true>) as (keyof PaymentsTable & string)[];
+
+export const DEPOSIT_ATTEMPT_COLUMNS = Object.keys({
+  id: true,
+  payment_id: true,
+  provider_attempt_id: true,
+  status: true,
+  provider_payment_id: true,
+  attempted_at: true,
+  error_message: true,
+  payment_method: true,
+  card_brand: true,
+  card_last4: true,
+} satisfies Record<keyof DepositAttemptsTable, true>) as (keyof DepositAttemptsTable & string)[];
