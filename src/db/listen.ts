@@ -3,7 +3,7 @@
 // deliveries to send, in any process: the triggers of migration 017). If the connection drops it is
 // opened again with a growing delay; `onNotify` is also called on each (re)connection, since commits may
 // have gone unheard meanwhile (the worker's safety poll covers the gap as well).
-import { type FSWatcher, watch } from 'node:fs';
+import { type FSWatcher, realpathSync, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import pg from 'pg';
 import { type OutboxWrite, outboxChannel } from './outbox-signal.ts';
@@ -87,10 +87,22 @@ export function listenForOutbox(
 
 /**
  * After a change of the log that `committedElsewhere` did not see as another connection's commit, it is
- * asked once more this much after the latest such change: the kernel may report the other process's write of the log before
- * that process has published the commit in the log's index, which is what data_version reads.
+ * asked again this long after the latest such change (each time only while the answer is still no): the
+ * kernel may report the other process's write of the log before that process has published the commit
+ * in the log's index, which is what data_version reads, and a writer preempted or syncing in between may
+ * take longer than the first look (helper-27's review). Nothing else would wake the worker before its
+ * safety poll.
  */
-export const SQLITE_RECHECK_MS = 20;
+export const SQLITE_RECHECKS_MS = [20, 100, 500] as const;
+
+/** The file a path names, links followed (the path itself if it cannot be resolved). */
+function realFile(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+}
 
 /**
  * SQLite has no NOTIFY: a commit by another process on the same file is seen as a change to the file's
@@ -106,23 +118,30 @@ export function watchSqliteCommits(
   committedElsewhere: () => boolean,
   onChange: () => void,
 ): OutboxListener {
-  const names = new Set([basename(file), `${basename(file)}-wal`]);
+  // SQLite follows a symbolic link to the database, and keeps its log beside the file it points to.
+  const real = realFile(file);
+  const names = new Set([basename(real), `${basename(real)}-wal`]);
   let watcher: FSWatcher | null = null;
   let recheck: NodeJS.Timeout | null = null;
-  const check = () => {
+  // `step`: the recheck this is (-1: a change of the log). Rechecks count from the latest change that
+  // said no, not from the first of several.
+  const check = (step: number) => {
     if (recheck) clearTimeout(recheck);
     recheck = null;
-    if (committedElsewhere()) onChange();
-    // Asked again SQLITE_RECHECK_MS after the latest change that said no, not after the first of several.
-    else
-      recheck = setTimeout(() => {
-        recheck = null;
-        if (committedElsewhere()) onChange();
-      }, SQLITE_RECHECK_MS).unref();
+    if (committedElsewhere()) {
+      onChange();
+      return;
+    }
+    const next = step + 1;
+    if (next < SQLITE_RECHECKS_MS.length)
+      recheck = setTimeout(
+        () => check(next),
+        SQLITE_RECHECKS_MS[next] - (next === 0 ? 0 : SQLITE_RECHECKS_MS[next - 1]),
+      ).unref();
   };
   try {
-    watcher = watch(dirname(file), { persistent: false }, (_event, name) => {
-      if (name !== null && names.has(name)) check();
+    watcher = watch(dirname(real), { persistent: false }, (_event, name) => {
+      if (name !== null && names.has(name)) check(-1);
     });
     watcher.on('error', () => {
       watcher?.close();
