@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { billing } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
+import { reconcile } from './helpers/provider-checks.ts';
 import { call, createTestMerchant, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
 import { hostedStep, type Json, payInElement, startWithStripe } from './helpers/stripe.ts';
 
@@ -109,6 +110,49 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       .where('id', '=', cycles[1].payment_id ?? 0)
       .executeTakeFirstOrThrow();
     assert.deepEqual({ ...payment }, { status: 'paid', provider: 'stripe' });
+  });
+
+  test('a renewal charged at Stripe whose answer was lost is found by the reconciler and never charged again', async () => {
+    offsetMs = 0;
+    const monthly = await plan({ name: 'Monthly, lost answer', amount: '9.90', interval: 'month' });
+    const token = await start(monthly, 'stripe-lost@example.com');
+    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    const subscription = await subscriptionOf('stripe-lost@example.com');
+    assert.ok(subscription);
+
+    // Period 1's off-session PaymentIntent is made and charged at Stripe; both answers to it (the
+    // client's request and its one retry under the same key) are lost.
+    offsetMs = 32 * DAY;
+    fake.fail({ method: 'POST', path: /^\/v1\/payment_intents$/, mode: '500_after_success', times: 2 });
+    await runRenewals(server.ctx);
+    const renewals = () =>
+      [...fake.ledger.intents.values()].filter(
+        (intent) => intent.metadata.kassa_subscription_id === subscription.public_id,
+      );
+    assert.equal(renewals().length, 1);
+    assert.equal(renewals()[0].status, 'succeeded', 'Stripe charged the card');
+
+    // The reconciler reads it back on its schedule (1 min, 5 min from the call); renewals run between.
+    for (const minutes of [2, 6, 61]) {
+      offsetMs = 32 * DAY + minutes * 60_000;
+      await reconcile(server.ctx);
+      await runRenewals(server.ctx);
+    }
+    const cycle = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('subscription_id', '=', subscription.id)
+      .where('period_index', '=', 1)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([cycle.status, cycle.attempts], ['paid', 1]);
+    assert.equal(renewals().length, 1, 'one PaymentIntent: the period was not charged again');
+    const payment = await server.ctx.db
+      .selectFrom('payments')
+      .select(['status', 'provider_payment_id'])
+      .where('id', '=', cycle.payment_id ?? 0)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual({ ...payment }, { status: 'paid', provider_payment_id: renewals()[0].id });
   });
 
   test('a trial saves the card through a SetupIntent; authentication_required off-session mails the update-card link, whose new card is charged at once', async () => {

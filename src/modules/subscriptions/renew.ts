@@ -22,7 +22,12 @@ import { callProvider } from '../../provider/operations/perform.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
 import { NEVER_MADE, recordOperation, settleOperation } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
-import { outcomeOfAttempt, type ProviderOutcome, type ProviderPaymentState } from '../../provider/types.ts';
+import {
+  outcomeOfAttempt,
+  type ProviderAttempt,
+  type ProviderOutcome,
+  type ProviderPaymentState,
+} from '../../provider/types.ts';
 import { openCheckoutPayment } from '../checkout/provider-form.ts';
 import { createCheckoutSession } from '../checkout/service.ts';
 import * as checkouts from '../checkout/store.ts';
@@ -384,6 +389,12 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
   });
 }
 
+/**
+ * Tries past which one that never reached the provider counts as a decline after all: each such try
+ * takes a number, and a cycle that kept failing before the provider call (a crash loop) must end.
+ */
+const NEVER_MADE_LIMIT = 2 * MAX_TRIES;
+
 /** What a try's answer means for dunning; null while the charge's outcome is not known. */
 function tryResultOf(outcome: ProviderOutcome): TryResult | null {
   switch (outcome.status) {
@@ -430,9 +441,10 @@ async function finishTry(
     const result = tryResultOf(outcome);
     const waiting = Number(cycle.attempts) === tryNumber && cycle.next_attempt_at === null;
     if (result === null || !waiting || !['processing', 'retrying'].includes(cycle.status)) return;
-    if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
+    if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < NEVER_MADE_LIMIT) {
       // The try never reached the provider (a crash before the call): nothing was charged and nobody
-      // declined, so the period is tried again at once, under the next key.
+      // declined, so the period is tried again at once, under the next key, the last try's too (taken
+      // for a decline, it closed the cycle and canceled the subscription with nothing charged).
       await trx
         .updateTable('subscription_cycles')
         .set({ next_attempt_at: nowIso, leased_by: null, lease_until: null, updated_at: nowIso })
@@ -472,6 +484,10 @@ async function tryCycle(ctx: AppContext, cycleId: number, outbox: Outbox): Promi
   // A charge the provider has not decided (pending) is read back by the reconciler, as an unknown one is.
   const recorded: ProviderOutcome =
     outcome.status === 'pending' ? { status: 'unknown', reason: 'pending' } : outcome;
+  // The cycle first, then the operation: a crash in between leaves the operation in flight, which the
+  // reconciler reads back and records (finishTry is idempotent); the other order left a settled
+  // operation and a cycle no loop would pick up again (helper-29's review).
+  await finishTry(ctx, cycle.id, tryNumber, recorded, state, outbox);
   await ctx.db
     .transaction()
     .execute((trx) =>
@@ -483,7 +499,6 @@ async function tryCycle(ctx: AppContext, cycleId: number, outbox: Outbox): Promi
         ctx.clock().toISOString(),
       ),
     );
-  await finishTry(ctx, cycle.id, tryNumber, recorded, state, outbox);
   return true;
 }
 
@@ -542,22 +557,69 @@ export async function runRenewals(ctx: AppContext, only: SubscriptionRow | null 
   return done;
 }
 
-/** The reconciler's side: a renewal charge whose answer was lost is read back by its key, never made again. */
+/**
+ * The attempt a renewal try made, at the provider: the one under the try's key, where the provider says
+ * which write made each attempt (the simulator). Stripe does not (a charge carries no idempotency key):
+ * there, a PaymentIntent that succeeded paid the period, whichever try charged it, and otherwise the
+ * try's attempt is the newest one Kassa has not recorded (a cycle's tries run one after another,
+ * off-session, so nobody else makes attempts on its payment). Undefined: the try made none.
+ */
+async function attemptOfTry(
+  ctx: AppContext,
+  operation: OperationRow,
+  state: ProviderPaymentState,
+): Promise<ProviderAttempt | undefined> {
+  const keyed = state.attempts.find((known) => known.idempotencyKey === operation.idempotency_key);
+  if (keyed || state.attempts.some((known) => known.idempotencyKey != null)) return keyed;
+  const newestFirst = [...state.attempts].sort((a, b) => b.attemptedAt.localeCompare(a.attemptedAt));
+  if (state.outcome === 'PAYMENT_SUCCESS')
+    return newestFirst.find((known) => known.status === 'succeeded') ?? newestFirst[0];
+  const cycle = await ctx.db
+    .selectFrom('subscription_cycles')
+    .select('payment_id')
+    .where('id', '=', operation.subject_id)
+    .executeTakeFirst();
+  // An attempt recorded while it was pending (an earlier read) is still this try's to decide.
+  const recorded = await ctx.db
+    .selectFrom('deposit_attempts')
+    .select('provider_attempt_id')
+    .where('payment_id', '=', cycle?.payment_id ?? -1)
+    .where('status', 'not in', ['pending', 'processing'])
+    .execute();
+  const known = new Set(recorded.map((row) => row.provider_attempt_id));
+  return newestFirst.find((attempt) => !known.has(attempt.attemptId));
+}
+
+/**
+ * The reconciler's side: a renewal charge whose answer was lost is read back, never made again. Whatever
+ * the provider has of the cycle's payment is recorded first (its provider id above all: the next try
+ * confirms that payment instead of making another one); a charge the provider has not decided yet is
+ * read again on the reconciler's schedule, not taken for one that was never made.
+ */
 const renewalCharge: OperationHandler = {
   async read(ctx, operation) {
     const provider = ctx.providers.named(operation.provider);
     const state = await provider.findPayment(operation.reference);
     const tryNumber = Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
-    const attempt = state?.attempts.find((known) => known.idempotencyKey === operation.idempotency_key);
-    if (!state || !attempt) return { outcome: null };
-    const outcome = outcomeOfAttempt(attempt, state.nextAction ?? null);
+    if (!state) return { outcome: null };
+    const attempt = await attemptOfTry(ctx, operation, state);
+    const outcome = attempt
+      ? outcomeOfAttempt(attempt, state.nextAction ?? null)
+      : ({ status: 'unknown', reason: 'no attempt of this try at the provider' } as const);
     const outbox: Outbox = [];
-    if (outcome.status !== 'pending')
-      await finishTry(ctx, operation.subject_id, tryNumber, outcome, state, outbox);
+    // An outcome not known yet (pending, or no attempt) only records the provider's state.
+    await finishTry(
+      ctx,
+      operation.subject_id,
+      tryNumber,
+      outcome.status === 'pending' ? { status: 'unknown', reason: 'pending' } : outcome,
+      state,
+      outbox,
+    );
     await flush(ctx, outbox);
-    return outcome.status === 'pending'
-      ? { outcome: null, conflict: null }
-      : { outcome, providerObjectId: state.providerPaymentId };
+    if (outcome.status === 'unknown') return { outcome: null };
+    if (outcome.status === 'pending') return { outcome: null, pending: true };
+    return { outcome, providerObjectId: state.providerPaymentId };
   },
   async neverMade(ctx, operation) {
     // Never reached the provider: nothing was charged; the period is tried again at once (finishTry).

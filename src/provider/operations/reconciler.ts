@@ -20,6 +20,8 @@ export interface OperationRead {
   providerObjectId?: string | null;
   /** Set when the provider and Kassa disagree in a way no transition may settle: flagged at once. */
   conflict?: string | null;
+  /** The provider has the write but has not decided it yet (with `outcome` null): read again later. */
+  pending?: boolean;
 }
 
 export interface OperationHandler {
@@ -80,6 +82,11 @@ export async function reconcileOperation(
   }
   if (read.conflict) {
     await recordRead(ctx, operation, { state: 'flagged', error: read.conflict });
+    return false;
+  }
+  if (read.outcome === null && read.pending) {
+    // Not "never made": read again on the schedule, flagged for a person after the last read.
+    await recordRead(ctx, operation, { state: 'unknown', error: 'the provider has not decided it yet' });
     return false;
   }
   const now = ctx.clock().toISOString();
