@@ -130,7 +130,9 @@ function expectRefund(model: Model, payment: ModelPayment, requested: bigint | n
   const limit = available <= 0n ? 0n : mulDivFloor(available, payment.gross, payment.netUsd);
   if (limit <= 0n) return { error: 'Insufficient wallet balance to refund any amount' };
   if (amount > limit) return { error: 'Refund amount exceeds wallet-available limit' };
-  return { amount, amountUsd: mulDivHalfUp(amount, payment.netUsd, payment.gross) };
+  // The hold: the refund's share of net_usd as a running total (docs/wallet-refunds-payouts.md).
+  const shareUpTo = (refunded: bigint) => mulDivHalfUp(refunded, payment.netUsd, payment.gross);
+  return { amount, amountUsd: shareUpTo(payment.refunded + amount) - shareUpTo(payment.refunded) };
 }
 
 describe(`wallet model (${DB_KIND})`, () => {

@@ -134,3 +134,27 @@ test('the HT sent to the provider is capped at what is left of it, never made ne
   const over = { ...eur, refundedAmount: 5_000n, refundedHt: 9_000n };
   assert.equal(refundAmounts(over, rich, 1_000n).amountInCents, 833n);
 });
+
+test('partial refunds hold a running share of net_usd: any number of parts holds net_usd exactly', () => {
+  // USD 100.00 at a 2.9 % fee: net 97.10. Rounded part by part, 555 refunds of 0.18 held 0.17 each.
+  const usd: RefundablePayment = {
+    ...eur,
+    currency: 'USD',
+    gross: 10_000n,
+    grossHt: 10_000n,
+    netUsd: 9_710n,
+  };
+  for (const part of [18n, 1n, 7n, 333n]) {
+    let refunded = 0n;
+    let held = 0n;
+    while (refunded < usd.gross) {
+      const amount = usd.gross - refunded < part ? null : part;
+      const { amount: taken, amountUsd } = refundAmounts({ ...usd, refundedAmount: refunded }, rich, amount);
+      held += amountUsd;
+      refunded += taken;
+      // At every step the holds so far are the half-up share of what was refunded so far.
+      assert.equal(held, (refunded * usd.netUsd * 2n + usd.gross) / (2n * usd.gross), `parts of ${part}`);
+    }
+    assert.equal(held, usd.netUsd, `parts of ${part}: the whole net settlement, no more, no less`);
+  }
+});
