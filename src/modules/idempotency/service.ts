@@ -125,6 +125,10 @@ export async function claimIdempotencyKey(
         .set({ locked_until: new Date(now.getTime() + ctx.config.idempotencyLockMs).toISOString() })
         .where('id', '=', existing.id)
         .where('locked_until', '=', existing.locked_until)
+        // Still unanswered as this statement sees it: the first request may have recorded its answer
+        // (which leaves locked_until as it was) since the read above; it is replayed then, not run
+        // again (on PostgreSQL this update waits for that commit and checks the row again).
+        .where('status', '=', 'in_progress')
         .executeTakeFirst();
       if (Number(taken.numUpdatedRows) === 1) {
         request.idempotencyClaim = existing.id;
