@@ -167,6 +167,40 @@ describe(`operation rows and the reconciler (${DB_KIND})`, () => {
     assert.equal(await settlementsOf(server.ctx, row.id), 1);
   });
 
+  test('no record is not "never made" while the call could still arrive: twice the timeout, with the client\'s retry', async () => {
+    const simulator = server.ctx.providers.simulator;
+    const restore = useProvider(
+      server.ctx,
+      wrapProvider(simulator, {
+        chargeCard: async () => {
+          throw new Error('socket hang up');
+        },
+      }),
+    );
+    // A timeout long enough that the second read (5 min) comes before twice the timeout (8 min).
+    const timeoutMs = server.ctx.config.providerTimeoutMs;
+    server.ctx.config.providerTimeoutMs = 240_000;
+    try {
+      const checkout = await createCheckout(server, key);
+      const lost = await pay(server, checkout.token, CARDS.success);
+      assert.equal(lost.body.outcome, 'unknown');
+      const row = await payment(server, lost.body.transaction_id as string);
+      offsetMs += SCHEDULE_MS[0];
+      await reconcile(server.ctx);
+      offsetMs += SCHEDULE_MS[1] - SCHEDULE_MS[0];
+      assert.equal(await reconcile(server.ctx), 0, 'the second read settles nothing');
+      let [operation] = await operationsOf(server.ctx, 'payment', row.id);
+      assert.deepEqual([operation.state, operation.reads], ['unknown', 2]);
+      offsetMs += SCHEDULE_MS[2] - SCHEDULE_MS[1];
+      assert.equal(await reconcile(server.ctx), 1, 'the third, past twice the timeout, does');
+      [operation] = await operationsOf(server.ctx, 'payment', row.id);
+      assert.deepEqual([operation.state, operation.outcome_code], ['done', 'never_reached_provider']);
+    } finally {
+      server.ctx.config.providerTimeoutMs = timeoutMs;
+      restore();
+    }
+  });
+
   test('reads that keep failing flag the row after the last one, and the dashboard shows it', async () => {
     const simulator = server.ctx.providers.simulator;
     const unreachable = async () => {

@@ -92,7 +92,16 @@ export async function reconcileOperation(
   const now = ctx.clock().toISOString();
   const reads = Number(operation.reads) + 1;
   if (read.outcome === null) {
-    if (reads < NEVER_MADE_FROM_READ && reads < ctx.config.reconcileScheduleMs.length) {
+    // A call gives up waiting after KASSA_PROVIDER_TIMEOUT_MS but is not cancelled: Stripe's client
+    // sends it once more under the same key, so it may reach the provider up to twice that long after
+    // it started. Until then "no record" proves nothing, whatever the read (helper-28's review: with a
+    // long timeout, a refund taken for never made, its hold released, was then made at Stripe).
+    const mayStillArrive =
+      Date.parse(now) < Date.parse(operation.created_at) + 2 * ctx.config.providerTimeoutMs;
+    if (
+      (reads < NEVER_MADE_FROM_READ || mayStillArrive) &&
+      reads < ctx.config.reconcileScheduleMs.length
+    ) {
       await recordRead(ctx, operation, { state: 'unknown', error: 'the provider has no record of it yet' });
       return false;
     }
