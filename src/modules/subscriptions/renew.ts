@@ -389,12 +389,6 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
   });
 }
 
-/**
- * Tries past which one that never reached the provider counts as a decline after all: each such try
- * takes a number, and a cycle that kept failing before the provider call (a crash loop) must end.
- */
-const NEVER_MADE_LIMIT = 2 * MAX_TRIES;
-
 /** What a try's answer means for dunning; null while the charge's outcome is not known. */
 function tryResultOf(outcome: ProviderOutcome): TryResult | null {
   switch (outcome.status) {
@@ -441,10 +435,10 @@ async function finishTry(
     const result = tryResultOf(outcome);
     const waiting = Number(cycle.attempts) === tryNumber && cycle.next_attempt_at === null;
     if (result === null || !waiting || !['processing', 'retrying'].includes(cycle.status)) return;
-    if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < NEVER_MADE_LIMIT) {
+    if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
       // The try never reached the provider (a crash before the call): nothing was charged and nobody
-      // declined, so the period is tried again at once, under the next key, the last try's too (taken
-      // for a decline, it closed the cycle and canceled the subscription with nothing charged).
+      // declined, so the period is tried again at once, under the next key. A fifth try has no next
+      // one (the cycle's CHECK allows five), so it counts as that try's decline: known, left as is.
       await trx
         .updateTable('subscription_cycles')
         .set({ next_attempt_at: nowIso, leased_by: null, lease_until: null, updated_at: nowIso })
