@@ -98,10 +98,7 @@ export async function reconcileOperation(
     // long timeout, a refund taken for never made, its hold released, was then made at Stripe).
     const mayStillArrive =
       Date.parse(now) < Date.parse(operation.created_at) + 2 * ctx.config.providerTimeoutMs;
-    if (
-      (reads < NEVER_MADE_FROM_READ || mayStillArrive) &&
-      reads < ctx.config.reconcileScheduleMs.length
-    ) {
+    if ((reads < NEVER_MADE_FROM_READ || mayStillArrive) && reads < ctx.config.reconcileScheduleMs.length) {
       await recordRead(ctx, operation, { state: 'unknown', error: 'the provider has no record of it yet' });
       return false;
     }
