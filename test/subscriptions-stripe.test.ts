@@ -155,6 +155,44 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual({ ...payment }, { status: 'paid', provider_payment_id: renewals()[0].id });
   });
 
+  test("a renewal whose answer was lost while Stripe's search lags is not charged again", async () => {
+    offsetMs = 0;
+    const monthly = await plan({ name: 'Monthly, search lag', amount: '4.90', interval: 'month' });
+    const token = await start(monthly, 'stripe-lag@example.com');
+    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    const subscription = await subscriptionOf('stripe-lag@example.com');
+    assert.ok(subscription);
+
+    // Period 1 is charged at Stripe, both answers are lost, and Stripe's search does not show the
+    // PaymentIntent for the whole of the reconciler's first reads: the try is taken for never made.
+    offsetMs = 32 * DAY;
+    fake.ledger.searchLagSince = Math.floor(Date.now() / 1000);
+    fake.fail({ method: 'POST', path: /^\/v1\/payment_intents$/, mode: '500_after_success', times: 2 });
+    try {
+      await runRenewals(server.ctx);
+      for (const minutes of [2, 6]) {
+        offsetMs = 32 * DAY + minutes * 60_000;
+        await reconcile(server.ctx);
+        await runRenewals(server.ctx);
+      }
+    } finally {
+      fake.ledger.searchLagSince = null;
+    }
+    const cycle = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .selectAll()
+      .where('subscription_id', '=', subscription.id)
+      .where('period_index', '=', 1)
+      .executeTakeFirstOrThrow();
+    const renewals = [...fake.ledger.intents.values()].filter(
+      (intent) => intent.metadata.kassa_subscription_id === subscription.public_id,
+    );
+    assert.equal(renewals.length, 1, 'the next try found the PaymentIntent by a consistent list');
+    assert.equal(fake.ledger.chargesOf(renewals[0].id).length, 1, 'and charged the card once');
+    assert.deepEqual([cycle.status, cycle.attempts], ['paid', 2]);
+  });
+
   test('a trial saves the card through a SetupIntent; authentication_required off-session mails the update-card link, whose new card is charged at once', async () => {
     offsetMs = 0;
     const trial = await plan({ name: 'Trial', amount: '7.00', interval: 'month', trial_days: 14 });

@@ -551,12 +551,17 @@ export async function runRenewals(ctx: AppContext, only: SubscriptionRow | null 
   return done;
 }
 
+/** How far behind Kassa's clock a provider's may be, when an attempt is matched to a try by time. */
+const CLOCK_SKEW_MS = 60_000;
+
 /**
  * The attempt a renewal try made, at the provider: the one under the try's key, where the provider says
  * which write made each attempt (the simulator). Stripe does not (a charge carries no idempotency key):
- * there, a PaymentIntent that succeeded paid the period, whichever try charged it, and otherwise the
- * try's attempt is the newest one Kassa has not recorded (a cycle's tries run one after another,
- * off-session, so nobody else makes attempts on its payment). Undefined: the try made none.
+ * there, a PaymentIntent that succeeded paid the period, whichever try charged it; otherwise the try's
+ * attempt is the newest one made since its row was written (tries are days apart, or five minutes and
+ * more when one never reached the provider), else the newest one Kassa has not recorded (a clock Kassa
+ * runs ahead of the provider's: a subscription's test clock). A cycle's tries run one after another,
+ * off-session, so nobody else makes attempts on its payment. Undefined: the try made none.
  */
 async function attemptOfTry(
   ctx: AppContext,
@@ -568,6 +573,11 @@ async function attemptOfTry(
   const newestFirst = [...state.attempts].sort((a, b) => b.attemptedAt.localeCompare(a.attemptedAt));
   if (state.outcome === 'PAYMENT_SUCCESS')
     return newestFirst.find((known) => known.status === 'succeeded') ?? newestFirst[0];
+  // Made since the try's row was written (the provider's clock may be a little behind ours): the
+  // sync loop or a webhook may have recorded it already (helper-30's review), so it is found by time.
+  const since = Date.parse(operation.created_at) - CLOCK_SKEW_MS;
+  const made = newestFirst.find((attempt) => Date.parse(attempt.attemptedAt) >= since);
+  if (made) return made;
   const cycle = await ctx.db
     .selectFrom('subscription_cycles')
     .select('payment_id')

@@ -86,13 +86,34 @@ export class StripeProvider implements PaymentProvider {
     throw new Error('Stripe takes the card in its Payment Element; card data is never sent to Kassa.');
   }
 
+  /**
+   * The PaymentIntent an earlier write made for this payment, by a consistent read. An earlier try whose
+   * answer was lost may have made one that Stripe's search does not show yet (search is not
+   * read-after-write consistent: a minute behind, more during an outage, exactly when answers get
+   * lost), so the reconciler took the try for never made; a new PaymentIntent would charge the period
+   * twice. The customer's PaymentIntents are listed instead (newest first; one per period).
+   */
+  private async madeEarlier(customer: string, reference: string): Promise<Stripe.PaymentIntent | null> {
+    const stripe = await this.api();
+    const listed = await stripe.paymentIntents.list({ customer, limit: 100 });
+    return listed.data.find((intent) => intent.metadata?.kassa_transaction_id === reference) ?? null;
+  }
+
   async chargeSavedCard(input: ChargeSavedCardInput): Promise<PaymentWrite> {
     const stripe = await this.api();
     const options = { idempotencyKey: input.idempotencyKey };
+    let providerPaymentId = input.payment.providerPaymentId;
+    if (providerPaymentId === null) {
+      const earlier = await this.madeEarlier(input.customerId, input.payment.reference);
+      // Charged (or being charged) already: that is the answer, with no new charge.
+      if (earlier && ['succeeded', 'processing', 'requires_capture'].includes(earlier.status))
+        return { outcome: outcomeOfIntent(earlier), payment: await this.stateOf(earlier) };
+      providerPaymentId = earlier?.id ?? null;
+    }
     let intent: Stripe.PaymentIntent;
     try {
       intent =
-        input.payment.providerPaymentId === null
+        providerPaymentId === null
           ? await stripe.paymentIntents.create(
               {
                 amount: Number(input.amountMinor),
@@ -106,7 +127,7 @@ export class StripeProvider implements PaymentProvider {
               options,
             )
           : await stripe.paymentIntents.confirm(
-              input.payment.providerPaymentId,
+              providerPaymentId,
               { payment_method: input.paymentMethodId, off_session: true },
               options,
             );

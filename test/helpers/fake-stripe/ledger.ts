@@ -44,6 +44,12 @@ export class FakeStripeLedger {
   readonly events: Stripe.Event[] = [];
   /** How new refunds answer: succeeded at once (cards, as Stripe does) or pending until settled. */
   refundMode: 'succeeded' | 'pending' = 'succeeded';
+  /**
+   * Stripe's search is not read-after-write consistent (data usually within a minute, later during an
+   * outage): while this is set, a search finds none of the PaymentIntents made meanwhile. Lists and
+   * retrieves are consistent, as Stripe's are.
+   */
+  searchLagSince: number | null = null;
   private readonly cards = new Map<string, TestCard>();
   /** Saved cards whose setup was authenticated: later off-session charges need no 3-D Secure. */
   private readonly authenticated = new Set<string>();
@@ -328,7 +334,17 @@ export class FakeStripeLedger {
   searchIntents(query: string): Stripe.PaymentIntent[] {
     const match = /^metadata\['([\w]+)'\]:'([^']*)'$/.exec(query.trim());
     if (!match) throw invalid(`Unsupported search query: ${query}`);
-    return [...this.intents.values()].filter((intent) => intent.metadata[match[1]] === match[2]);
+    const lag = this.searchLagSince;
+    return [...this.intents.values()].filter(
+      (intent) => intent.metadata[match[1]] === match[2] && (lag === null || intent.created < lag),
+    );
+  }
+
+  /** A customer's PaymentIntents, newest first (GET /v1/payment_intents?customer=). */
+  intentsOf(customer: string | null): Stripe.PaymentIntent[] {
+    return [...this.intents.values()]
+      .filter((intent) => customer === null || intent.customer === customer)
+      .sort((a, b) => b.created - a.created);
   }
 
   // ---- Refunds

@@ -109,6 +109,11 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     ['POST', /^\/v1\/payment_intents$/, (params) => ledger.createPaymentIntent(params)],
     [
       'GET',
+      /^\/v1\/payment_intents$/,
+      (params) => list('/v1/payment_intents', ledger.intentsOf(text(params, 'customer') ?? null)),
+    ],
+    [
+      'GET',
       /^\/v1\/payment_intents\/search$/,
       (params) => ({
         object: 'search_result',
