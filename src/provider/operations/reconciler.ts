@@ -34,6 +34,12 @@ export interface OperationHandler {
 export type OperationHandlers = Record<string, OperationHandler>;
 
 const BATCH = 50;
+/**
+ * Past twice the provider timeout, how much longer a call may still arrive, and then show in a search:
+ * the client's pause before its retry, the time from the row to the call, and Stripe's search lag
+ * (usually under a minute; helper-30's review).
+ */
+const ARRIVAL_MARGIN_MS = 60_000;
 /** A write the provider does not know is "never made" from this read on (the first may race a slow call). */
 const NEVER_MADE_FROM_READ = 2;
 
@@ -97,7 +103,8 @@ export async function reconcileOperation(
     // it started. Until then "no record" proves nothing, whatever the read (helper-28's review: with a
     // long timeout, a refund taken for never made, its hold released, was then made at Stripe).
     const mayStillArrive =
-      Date.parse(now) < Date.parse(operation.created_at) + 2 * ctx.config.providerTimeoutMs;
+      Date.parse(now) <
+      Date.parse(operation.created_at) + 2 * ctx.config.providerTimeoutMs + ARRIVAL_MARGIN_MS;
     if ((reads < NEVER_MADE_FROM_READ || mayStillArrive) && reads < ctx.config.reconcileScheduleMs.length) {
       await recordRead(ctx, operation, { state: 'unknown', error: 'the provider has no record of it yet' });
       return false;
