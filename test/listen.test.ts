@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import { verifyWebhook } from '../sdk/src/index.ts';
 import { createCheckout } from './helpers/checkout.ts';
+import { kassa } from './helpers/cli.ts';
 import {
   call,
   createTestKey,
@@ -68,6 +69,25 @@ describe(`kassa listen (${DB_KIND})`, () => {
     assert.equal(canceled.status, 200, canceled.text);
     return checkout.checkout_id;
   };
+
+  test('a session token that begins with a dash is read as the token (one in 64 does)', async () => {
+    // parseArgs alone refused `--token -…` as ambiguous: this test's flake in CI (src/cli/args.ts).
+    const result = await kassa(
+      [
+        'listen',
+        '--forward-to',
+        `${receiver.url}/webhooks`,
+        '--api',
+        server.url,
+        '--token',
+        '-NotASessionToken',
+      ],
+      {},
+    );
+    assert.equal(result.code, 1);
+    assert.doesNotMatch(result.stderr, /ambiguous/);
+    assert.match(result.stderr, /cannot read events: 401/);
+  });
 
   test('forwards new events signed with the secret it printed, then stops on SIGTERM', async () => {
     const earlier = await cancelCheckout();

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DomainError } from '../http/errors.ts';
+import { joinDashedValues } from './args.ts';
 import { commands } from './commands.ts';
 
 const USAGE = `Usage: kassa <command> [options]
@@ -33,9 +34,10 @@ export async function run(argv: string[]): Promise<number> {
     console.error(`Unknown command "${[name, ...argv].filter(Boolean).join(' ')}".\n\n${USAGE}`);
     return 1;
   }
+  const options = { ...command.options, help: { type: 'boolean' as const, short: 'h' } };
   const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+    args: joinDashedValues(argv, options),
+    options,
     allowPositionals: true,
     strict: true,
   });
