@@ -112,82 +112,79 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual({ ...payment }, { status: 'paid', provider: 'stripe' });
   });
 
-  test('a renewal charged at Stripe whose answer was lost is found by the reconciler and never charged again', async () => {
+  /** A monthly plan's signup paid in the Payment Element: the subscription, active, its card saved. */
+  const paidSignup = async (name: string, amount: string, email: string) => {
     offsetMs = 0;
-    const monthly = await plan({ name: 'Monthly, lost answer', amount: '9.90', interval: 'month' });
-    const token = await start(monthly, 'stripe-lost@example.com');
+    const token = await start(await plan({ name, amount, interval: 'month' }), email);
     const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
     assert.equal(sync.body.status, 'SUCCESS', sync.text);
-    const subscription = await subscriptionOf('stripe-lost@example.com');
+    const subscription = await subscriptionOf(email);
     assert.ok(subscription);
-
-    // Period 1's off-session PaymentIntent is made and charged at Stripe; both answers to it (the
-    // client's request and its one retry under the same key) are lost.
+    return subscription;
+  };
+  /**
+   * Period 1 falls due, and its off-session PaymentIntent is made and charged at Stripe while both
+   * answers to it (the client's request and its one retry under the same key) are lost.
+   */
+  const loseRenewalAnswers = () => {
     offsetMs = 32 * DAY;
     fake.fail({ method: 'POST', path: /^\/v1\/payment_intents$/, mode: '500_after_success', times: 2 });
-    await runRenewals(server.ctx);
-    const renewals = () =>
-      [...fake.ledger.intents.values()].filter(
-        (intent) => intent.metadata.kassa_subscription_id === subscription.public_id,
-      );
-    assert.equal(renewals().length, 1);
-    assert.equal(renewals()[0].status, 'succeeded', 'Stripe charged the card');
-
-    // The reconciler reads it back on its schedule (1 min, 5 min from the call); renewals run between.
-    for (const minutes of [2, 6, 61]) {
-      offsetMs = 32 * DAY + minutes * 60_000;
+  };
+  /** The reconciler's reads at these minutes after the call, the renewal loop after each. */
+  const reconcileAt = async (minutes: number[]) => {
+    for (const minute of minutes) {
+      offsetMs = 32 * DAY + minute * 60_000;
       await reconcile(server.ctx);
       await runRenewals(server.ctx);
     }
-    const cycle = await server.ctx.db
+  };
+  const renewalsOf = (subscriptionPublicId: string) =>
+    [...fake.ledger.intents.values()].filter(
+      (intent) => intent.metadata.kassa_subscription_id === subscriptionPublicId,
+    );
+  const periodOne = (subscriptionId: number) =>
+    server.ctx.db
       .selectFrom('subscription_cycles')
       .selectAll()
-      .where('subscription_id', '=', subscription.id)
+      .where('subscription_id', '=', subscriptionId)
       .where('period_index', '=', 1)
       .executeTakeFirstOrThrow();
+
+  test('a renewal charged at Stripe whose answer was lost is found by the reconciler and never charged again', async () => {
+    const subscription = await paidSignup('Monthly, lost answer', '9.90', 'stripe-lost@example.com');
+    loseRenewalAnswers();
+    await runRenewals(server.ctx);
+    assert.equal(renewalsOf(subscription.public_id).length, 1);
+    assert.equal(renewalsOf(subscription.public_id)[0].status, 'succeeded', 'Stripe charged the card');
+
+    // The reconciler reads it back on its schedule (1 min, 5 min from the call); renewals run between.
+    await reconcileAt([2, 6, 61]);
+    const cycle = await periodOne(subscription.id);
     assert.deepEqual([cycle.status, cycle.attempts], ['paid', 1]);
-    assert.equal(renewals().length, 1, 'one PaymentIntent: the period was not charged again');
+    const renewals = renewalsOf(subscription.public_id);
+    assert.equal(renewals.length, 1, 'one PaymentIntent: the period was not charged again');
     const payment = await server.ctx.db
       .selectFrom('payments')
       .select(['status', 'provider_payment_id'])
       .where('id', '=', cycle.payment_id ?? 0)
       .executeTakeFirstOrThrow();
-    assert.deepEqual({ ...payment }, { status: 'paid', provider_payment_id: renewals()[0].id });
+    assert.deepEqual({ ...payment }, { status: 'paid', provider_payment_id: renewals[0].id });
   });
 
   test("a renewal whose answer was lost while Stripe's search lags is not charged again", async () => {
-    offsetMs = 0;
-    const monthly = await plan({ name: 'Monthly, search lag', amount: '4.90', interval: 'month' });
-    const token = await start(monthly, 'stripe-lag@example.com');
-    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
-    assert.equal(sync.body.status, 'SUCCESS', sync.text);
-    const subscription = await subscriptionOf('stripe-lag@example.com');
-    assert.ok(subscription);
-
-    // Period 1 is charged at Stripe, both answers are lost, and Stripe's search does not show the
-    // PaymentIntent for the whole of the reconciler's first reads: the try is taken for never made.
-    offsetMs = 32 * DAY;
+    const subscription = await paidSignup('Monthly, search lag', '4.90', 'stripe-lag@example.com');
+    // Stripe's search does not show the PaymentIntent for the whole of the reconciler's first reads:
+    // the try is taken for never made.
+    loseRenewalAnswers();
     fake.ledger.searchLagSince = Math.floor(Date.now() / 1000);
-    fake.fail({ method: 'POST', path: /^\/v1\/payment_intents$/, mode: '500_after_success', times: 2 });
     try {
       await runRenewals(server.ctx);
-      for (const minutes of [2, 6]) {
-        offsetMs = 32 * DAY + minutes * 60_000;
-        await reconcile(server.ctx);
-        await runRenewals(server.ctx);
-      }
+      await reconcileAt([2, 6]);
     } finally {
       fake.ledger.searchLagSince = null;
     }
-    const cycle = await server.ctx.db
-      .selectFrom('subscription_cycles')
-      .selectAll()
-      .where('subscription_id', '=', subscription.id)
-      .where('period_index', '=', 1)
-      .executeTakeFirstOrThrow();
-    const renewals = [...fake.ledger.intents.values()].filter(
-      (intent) => intent.metadata.kassa_subscription_id === subscription.public_id,
-    );
+    const cycle = await periodOne(subscription.id);
+    const renewals = renewalsOf(subscription.public_id);
     assert.equal(renewals.length, 1, 'the next try found the PaymentIntent by a consistent list');
     assert.equal(fake.ledger.chargesOf(renewals[0].id).length, 1, 'and charged the card once');
     assert.deepEqual([cycle.status, cycle.attempts], ['paid', 2]);
