@@ -389,6 +389,11 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
   });
 }
 
+/** A charge the provider has not decided (pending) is recorded, and read back, as an unknown one is. */
+function undecidedAsUnknown(outcome: ProviderOutcome): ProviderOutcome {
+  return outcome.status === 'pending' ? { status: 'unknown', reason: 'pending' } : outcome;
+}
+
 /** What a try's answer means for dunning; null while the charge's outcome is not known. */
 function tryResultOf(outcome: ProviderOutcome): TryResult | null {
   switch (outcome.status) {
@@ -475,9 +480,7 @@ async function tryCycle(ctx: AppContext, cycleId: number, outbox: Outbox): Promi
     ? call.value.outcome
     : { status: 'unknown', reason: call.reason };
   const state = call.answered ? call.value.payment : null;
-  // A charge the provider has not decided (pending) is read back by the reconciler, as an unknown one is.
-  const recorded: ProviderOutcome =
-    outcome.status === 'pending' ? { status: 'unknown', reason: 'pending' } : outcome;
+  const recorded = undecidedAsUnknown(outcome);
   // The cycle first, then the operation: a crash in between leaves the operation in flight, which the
   // reconciler reads back and records (finishTry is idempotent); the other order left a settled
   // operation and a cycle no loop would pick up again (helper-29's review).
@@ -578,17 +581,14 @@ async function attemptOfTry(
   const since = Date.parse(operation.created_at) - CLOCK_SKEW_MS;
   const made = newestFirst.find((attempt) => Date.parse(attempt.attemptedAt) >= since);
   if (made) return made;
-  const cycle = await ctx.db
-    .selectFrom('subscription_cycles')
-    .select('payment_id')
-    .where('id', '=', operation.subject_id)
-    .executeTakeFirst();
-  // An attempt recorded while it was pending (an earlier read) is still this try's to decide.
+  // The cycle's payment's attempts; one recorded while it was pending (an earlier read) is still this
+  // try's to decide.
   const recorded = await ctx.db
     .selectFrom('deposit_attempts')
-    .select('provider_attempt_id')
-    .where('payment_id', '=', cycle?.payment_id ?? -1)
-    .where('status', 'not in', ['pending', 'processing'])
+    .innerJoin('subscription_cycles', 'subscription_cycles.payment_id', 'deposit_attempts.payment_id')
+    .select('deposit_attempts.provider_attempt_id')
+    .where('subscription_cycles.id', '=', operation.subject_id)
+    .where('deposit_attempts.status', 'not in', ['pending', 'processing'])
     .execute();
   const known = new Set(recorded.map((row) => row.provider_attempt_id));
   return newestFirst.find((attempt) => !known.has(attempt.attemptId));
@@ -612,14 +612,7 @@ const renewalCharge: OperationHandler = {
       : ({ status: 'unknown', reason: 'no attempt of this try at the provider' } as const);
     const outbox: Outbox = [];
     // An outcome not known yet (pending, or no attempt) only records the provider's state.
-    await finishTry(
-      ctx,
-      operation.subject_id,
-      tryNumber,
-      outcome.status === 'pending' ? { status: 'unknown', reason: 'pending' } : outcome,
-      state,
-      outbox,
-    );
+    await finishTry(ctx, operation.subject_id, tryNumber, undecidedAsUnknown(outcome), state, outbox);
     await flush(ctx, outbox);
     if (outcome.status === 'unknown') return { outcome: null };
     if (outcome.status === 'pending') return { outcome: null, pending: true };
