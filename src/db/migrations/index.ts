@@ -18,6 +18,7 @@ import { renewals } from './014-renewals.ts';
 import { webhookWriteOnce } from './015-webhook-write-once.ts';
 import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
+import { moneyInvariants } from './018-money-invariants.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -38,5 +39,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '015_webhook_write_once': webhookWriteOnce(),
     '016_event_claim_indexes': eventClaimIndexes(),
     '017_event_notify_trigger': eventNotifyTrigger(kind),
+    '018_money_invariants': moneyInvariants(kind),
   };
 }
