@@ -3,6 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { formatAmount, parseAmount } from '../src/lib/money.ts';
 import { settlePayout } from '../src/modules/payouts/service.ts';
+import { createRefund } from '../src/modules/refunds/service.ts';
+import { recordProviderAnswer } from '../src/modules/refunds/transitions.ts';
 import {
   call,
   createTestMerchant,
@@ -97,6 +99,57 @@ describe('payouts', () => {
     ]);
     assert.equal((await eventsOf(server.ctx, toReject.body.id))[0].payload.status, 'rejected');
     await assertLedgerBalanced(server.ctx, merchant.organizationId);
+  });
+
+  test('a refund completed while a payout is pending leaves the payout the balance it was accepted against', async () => {
+    const owner = await createTestMerchant(server, 'Reserve Shop');
+    const scope = { organizationId: owner.organizationId, environment: 'production' as const };
+    // balance 87.39, reserve 9.71
+    const payment = await createPaidPayment(server.ctx, {
+      organizationId: owner.organizationId,
+      gross: 10_000n,
+    });
+    const payout = await call<Payout>(server, 'POST', '/api/payouts/', {
+      token: owner.token,
+      body: { amount: '87.39' },
+    });
+    assert.equal(payout.status, 201, payout.text);
+    // 10.00 of the payment: its share of the net, 9.71, is held; the reserve covers it.
+    const refund = await createRefund(server.ctx, scope, {
+      transactionId: payment.public_id,
+      amount: 1_000n,
+      reason: 'Customer returned it',
+      source: 'api',
+    });
+    assert.equal(refund.amount_usd, '9.71');
+    await recordProviderAnswer(server.ctx, refund.refund_id, {
+      providerRefundId: `re_${refund.refund_public_id}`,
+      status: 'completed',
+      errorMessage: null,
+    });
+    const afterRefund = (await call(server, 'GET', '/api/wallet/', { token: owner.token })).body;
+    // The refund came out of the reserve: the balance is still what the payout was promised.
+    assert.deepEqual(
+      [afterRefund.balance, afterRefund.reserve, afterRefund.held],
+      ['87.39', '0.00', '87.39'],
+    );
+    await settlePayout(server.ctx, payout.body.id, 'completed');
+    const entries = await server.ctx.db
+      .selectFrom('wallet_entries')
+      .innerJoin('wallet_movements', 'wallet_movements.id', 'wallet_entries.movement_id')
+      .select(['wallet_entries.account', 'wallet_entries.amount'])
+      .where('wallet_movements.kind', '=', 'payout_debit')
+      .where('wallet_movements.reference_public_id', '=', payout.body.id)
+      .where('wallet_entries.account', 'in', ['balance', 'reserve'])
+      .orderBy('wallet_entries.account')
+      .execute();
+    assert.deepEqual(
+      entries.map((entry) => [entry.account, Number(entry.amount)]),
+      [['balance', -8_739]],
+    );
+    const final = (await call(server, 'GET', '/api/wallet/', { token: owner.token })).body;
+    assert.deepEqual([final.balance, final.reserve, final.held], ['0.00', '0.00', '0.00']);
+    await assertLedgerBalanced(server.ctx, owner.organizationId);
   });
 
   test('the sandbox has its own payouts; amounts and environments are validated', async () => {

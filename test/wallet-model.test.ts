@@ -109,8 +109,11 @@ const action = fc.oneof(
 );
 type Action = typeof action extends fc.Arbitrary<infer A> ? A : never;
 
+/** A hold debited: the balance beyond what pending payouts were promised first, then the reserve. */
 function debit(model: Model, amount: bigint) {
-  const fromBalance = lesserOf(amount, model.balance);
+  const promised = model.payouts.reduce((sum, p) => (p.status === 'pending' ? sum + p.amount : sum), 0n);
+  const free = model.balance - promised;
+  const fromBalance = lesserOf(amount, free > 0n ? free : 0n);
   model.balance -= fromBalance;
   model.reserve -= amount - fromBalance;
   model.held -= amount;
@@ -176,6 +179,18 @@ describe(`wallet model (${DB_KIND})`, () => {
             assert.equal(BigInt(row.refunded_amount), payment.refunded);
           }
         }
+        // A payout is paid from the balance it was accepted against, never from the reserve.
+        const fromReserve = await server.ctx.db
+          .selectFrom('wallet_entries')
+          .innerJoin('wallet_movements', 'wallet_movements.id', 'wallet_entries.movement_id')
+          .innerJoin('wallets', 'wallets.id', 'wallet_entries.wallet_id')
+          .select(['wallet_movements.reference_public_id', 'wallet_entries.amount'])
+          .where('wallets.organization_id', '=', organizationId)
+          .where('wallet_movements.kind', '=', 'payout_debit')
+          .where('wallet_entries.account', '=', 'reserve')
+          .where('wallet_entries.amount', '<>', 0)
+          .execute();
+        assert.deepEqual(fromReserve, []);
       }),
       { numRuns: 40 },
     );

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { OPERATOR } from '../src/modules/audit/record.ts';
+import { createPayout, settlePayout } from '../src/modules/payouts/service.ts';
+import { createRefund } from '../src/modules/refunds/service.ts';
+import { recordProviderAnswer } from '../src/modules/refunds/transitions.ts';
 import { releaseDueReserves } from '../src/modules/wallet/reserve.ts';
 import { settlePayment } from '../src/modules/wallet/settlement.ts';
 import {
@@ -219,5 +223,54 @@ describe('rolling reserve release', () => {
       n: number;
     }>`select count(*) as n from wallet_movements where kind = 'reserve_release'`.execute(server.ctx.db);
     assert.equal(Number(count.rows[0].n), 2);
+  });
+
+  test("a reserve a refund took is not refilled from a later payment's reserve before that one is due", async () => {
+    const owner = await createTestMerchant(server, 'Early Release');
+    const { organizationId } = owner;
+    const scope = { organizationId, environment: 'production' as const };
+    // A: reserve 9.71, due in 90 days. Its balance paid out, then a 10.00 refund of A comes out of the
+    // reserve (hold 9.71): the reserve is empty.
+    const first = await createPaidPayment(server.ctx, { organizationId, gross: 10_000n });
+    const payout = await createPayout(server.ctx, organizationId, 'production', 8_739n, OPERATOR);
+    await settlePayout(server.ctx, payout.id, 'completed');
+    const refund = await createRefund(server.ctx, scope, {
+      transactionId: first.public_id,
+      amount: 1_000n,
+      reason: 'Returned',
+      source: 'api',
+    });
+    await recordProviderAnswer(server.ctx, refund.refund_id, {
+      providerRefundId: `re_${refund.refund_public_id}`,
+      status: 'completed',
+      errorMessage: null,
+    });
+    assert.deepEqual(await assertLedgerBalanced(server.ctx, organizationId), {
+      balance: 0n,
+      reserve: 0n,
+      held: 0n,
+    });
+    // B, 10 days later in effect: reserve 9.71, due in 120 days.
+    await server.ctx.db
+      .updateTable('organizations')
+      .set({ rolling_reserve_days: 120 })
+      .where('id', '=', organizationId)
+      .execute();
+    await createPaidPayment(server.ctx, { organizationId, gross: 10_000n });
+    const at = (days: number) => () => new Date(Date.now() + days * 86_400_000 + 60_000);
+    // A's row is due: it releases nothing (what it held went to the refund), and B's 9.71 stays.
+    await releaseDueReserves({ db: server.ctx.db, clock: at(91) });
+    assert.deepEqual(await assertLedgerBalanced(server.ctx, organizationId), {
+      balance: 8739n,
+      reserve: 971n,
+      held: 0n,
+    });
+    // B's row, when due, releases its own.
+    await releaseDueReserves({ db: server.ctx.db, clock: at(121) });
+    assert.deepEqual(await assertLedgerBalanced(server.ctx, organizationId), {
+      balance: 9710n,
+      reserve: 0n,
+      held: 0n,
+    });
   });
 });

@@ -1,6 +1,7 @@
 // The wallet's arithmetic against decisions.md "Wallet": wallet_available = balance + reserve − held;
 // a settlement puts net_usd × rolling_reserve_percent/100 in the reserve (half-up) and the rest in the
-// balance; refund and payout debits take the balance first, then the reserve.
+// balance; refund and payout debits take the balance first (what pending payouts were promised last),
+// then the reserve.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { availableOf, bucketsOf, lesserOf, settlementSplit, splitDebit } from './arithmetic.ts';
@@ -20,6 +21,26 @@ test('a debit takes the balance first, then the reserve', () => {
   assert.deepEqual(splitDebit({ balance: 0n, reserve: 500n, held: 0n }, 120n), {
     balance: 0n,
     reserve: 120n,
+  });
+});
+
+test('a debit leaves the balance promised to pending payouts for last', () => {
+  const wallet = { balance: 900n, reserve: 100n, held: 1_000n };
+  // 900 promised to a payout: a refund's 100 comes from the reserve.
+  assert.deepEqual(splitDebit(wallet, 100n, 900n), { balance: 0n, reserve: 100n });
+  // 500 promised: the 400 beyond it first, then the reserve.
+  assert.deepEqual(splitDebit(wallet, 450n, 500n), { balance: 400n, reserve: 50n });
+  assert.deepEqual(splitDebit(wallet, 400n, 500n), { balance: 400n, reserve: 0n });
+  // The payout itself, no longer pending: its 900 from the balance.
+  assert.deepEqual(splitDebit({ balance: 900n, reserve: 0n, held: 900n }, 900n, 0n), {
+    balance: 900n,
+    reserve: 0n,
+  });
+  // More promised than the balance holds (never, while payouts are accepted up to balance − held): none
+  // of the balance, and never a negative part.
+  assert.deepEqual(splitDebit({ balance: 100n, reserve: 500n, held: 0n }, 50n, 300n), {
+    balance: 0n,
+    reserve: 50n,
   });
 });
 

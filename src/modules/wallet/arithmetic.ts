@@ -19,9 +19,19 @@ export function availableOf(buckets: Buckets): bigint {
   return buckets.balance + buckets.reserve - buckets.held;
 }
 
-/** The held amount is taken from the balance first, then the reserve. */
-export function splitDebit(wallet: Buckets, amount: bigint): { balance: bigint; reserve: bigint } {
-  const fromBalance = lesserOf(amount, wallet.balance);
+/**
+ * The held amount is taken from the balance first, then the reserve. `promised` is the part of the
+ * balance held for pending payouts (a payout is accepted up to balance − held and is paid from the
+ * balance alone): a debit takes the balance beyond it first, so a refund never spends money a payout
+ * was promised and the payout never has to be paid out of the reserve.
+ */
+export function splitDebit(
+  wallet: Buckets,
+  amount: bigint,
+  promised = 0n,
+): { balance: bigint; reserve: bigint } {
+  const free = wallet.balance - promised;
+  const fromBalance = lesserOf(amount, free > 0n ? free : 0n);
   return { balance: fromBalance, reserve: amount - fromBalance };
 }
 

@@ -10,7 +10,8 @@ const BATCH = 100;
 /**
  * Releases one due reserve. The wallet is locked first, then the reserve row is claimed with a
  * conditional update, so concurrent workers release it once. Refunds debit the reserve when the
- * balance runs out, so what is released is at most what the reserve still holds.
+ * balance runs out, so what is released is at most what the reserve still holds beyond the other
+ * unreleased rows (what refunds took is counted against the rows released first).
  */
 async function releaseReserve(trx: Executor, reserveId: number, now: string): Promise<boolean> {
   const row = await trx
@@ -28,8 +29,19 @@ async function releaseReserve(trx: Executor, reserveId: number, now: string): Pr
     .executeTakeFirst();
   if (!row) return false;
   const wallet = await lockWallet(trx, row.organization_id, row.environment as Environment, now);
-  const due = toBigInt(row.amount);
-  const amount = lesserOf(due, wallet.reserve);
+  // What refunds took from the reserve came out of the rows released first: this row releases what the
+  // reserve holds beyond the other unreleased rows, at most its own amount. The wallet's total alone
+  // would let an early row release a later payment's reserve (taken by a refund, then refilled by a
+  // newer settlement) months before it is due.
+  const others = await trx
+    .selectFrom('wallet_reserves')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('amount'), eb.val(0)).as('amount'))
+    .where('wallet_id', '=', wallet.id)
+    .where('released_at', 'is', null)
+    .where('id', '<>', reserveId)
+    .executeTakeFirstOrThrow();
+  const beyondOthers = wallet.reserve - toBigInt(others.amount);
+  const amount = lesserOf(toBigInt(row.amount), beyondOthers > 0n ? beyondOthers : 0n);
   const claimed = await trx
     .updateTable('wallet_reserves')
     .set({ released_at: now, released_amount: Number(amount) })
