@@ -418,6 +418,46 @@ describe('the hosted checkout with test cards (production)', () => {
     }
   });
 
+  test('a session that expires while a card attempt is in flight is pending, not failed, until the attempt ends', async () => {
+    const checkout = await createCheckout(server, key, URLS);
+    const declined = await pay(server, checkout.token, CARDS.declined);
+    const transactionId = declined.body.transaction_id as string;
+    // A retry's attempt in flight (its slot taken a moment before the expiry, its provider call running).
+    const inFlightUntil = (ms: number) =>
+      server.ctx.db
+        .updateTable('checkout_sessions')
+        .set({ attempt_locked_until: new Date(Date.now() + ms).toISOString() })
+        .where('public_id', '=', checkout.checkout_id)
+        .execute();
+    await inFlightUntil(86_400_000 + 60_000);
+    offsetMs += 86_400_000 + 1000;
+    try {
+      for (const answer of [
+        await syncStatus(server, checkout.token),
+        await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
+          apiKey: key,
+          body: { checkout_id: checkout.checkout_id },
+        }),
+      ]) {
+        assert.equal(answer.status, 200, answer.text);
+        assert.equal(answer.body.status, 'CHECKOUT_PENDING');
+        assert.equal(answer.body.payment_status, 'processing');
+        assert.equal(answer.body.redirect_url, null);
+      }
+      assert.equal((await paymentRow(server, transactionId)).status, 'processing');
+      // Another attempt meanwhile waits for this one's answer.
+      assert.equal((await pay(server, checkout.token, CARDS.success)).status, 409);
+      // The attempt ended (its answer recorded, the slot freed): the expiry fails the payment.
+      await inFlightUntil(-1000);
+      const ended = await syncStatus(server, checkout.token);
+      assert.equal(ended.body.status, 'FAILED');
+      assert.equal(ended.body.redirect_url, URLS.failedUrl);
+      assert.equal((await paymentRow(server, transactionId)).status, 'failed');
+    } finally {
+      offsetMs = 0;
+    }
+  });
+
   test('the checkout page shows items, totals, urls and expiry', async () => {
     const checkout = await createCheckout(server, key, {
       ...URLS,

@@ -185,7 +185,9 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
   });
   const [attempt] = recorded.attempts ?? (await payments.attemptsOf(ctx.db, recorded.payment.id));
   const after = recorded.payment;
-  const status = syncStatusOf(checkoutState(session, after, ctx.clock()));
+  // The slot was freed with the answer (an unknown one keeps it: the bank may still decide).
+  const settled = write.outcome.status === 'unknown' ? session : { ...session, attempt_locked_until: null };
+  const status = syncStatusOf(checkoutState(settled, after, ctx.clock()));
   return {
     status,
     payment_status: after.status,

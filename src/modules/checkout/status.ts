@@ -4,7 +4,8 @@ import { GoneError } from '../../http/errors.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import type { CheckoutSessionRow } from './table.ts';
 
-/** open: the customer can pay (again); pending: the bank is deciding. The rest are final. */
+/** open: the customer can pay (again); pending: the bank is deciding (a payment pending, or an attempt
+ * in flight on an expired checkout). The rest are final. */
 export type CheckoutState = 'open' | 'pending' | 'paid' | 'failed' | 'canceled' | 'expired';
 export type SyncStatus = 'SUCCESS' | 'FAILED' | 'CANCELED' | 'CHECKOUT_PENDING';
 
@@ -41,7 +42,10 @@ export function checkoutState(
   // A trial signup saves the card without a payment: its subscription's creation finishes it.
   if (session.completed_at !== null) return 'paid';
   if (session.canceled_at !== null) return 'canceled';
-  return isExpired(session, now) ? 'expired' : 'open';
+  if (!isExpired(session, now)) return 'open';
+  // Expired while a card attempt is in flight (its slot taken before the expiry): the bank is still
+  // deciding, and the attempt may yet pay. Answering FAILED now would be a final answer that changes.
+  return payment?.status === 'processing' && attemptInFlight(session, now) ? 'pending' : 'expired';
 }
 
 export function syncStatusOf(state: CheckoutState): SyncStatus {
