@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { transactionEventPayload } from '../src/modules/payments/events.ts';
+import { expireCheckouts } from '../src/modules/payments/sync.ts';
 import {
   attemptsOf,
   CARDS,
@@ -12,6 +13,7 @@ import {
   paymentRow,
   syncStatus,
 } from './helpers/checkout.ts';
+import { useProvider, wrapProvider } from './helpers/providers.ts';
 import {
   call,
   createTestKey,
@@ -454,6 +456,43 @@ describe('the hosted checkout with test cards (production)', () => {
       assert.equal(ended.body.redirect_url, URLS.failedUrl);
       assert.equal((await paymentRow(server, transactionId)).status, 'failed');
     } finally {
+      offsetMs = 0;
+    }
+  });
+
+  test("the worker's expiry leaves a payment alone when an attempt takes the slot while the worker stops it at the provider", async () => {
+    const checkout = await createCheckout(server, key);
+    const declined = await pay(server, checkout.token, CARDS.declined);
+    const transactionId = declined.body.transaction_id as string;
+    const lockSlot = (ms: number) =>
+      server.ctx.db
+        .updateTable('checkout_sessions')
+        .set({ attempt_locked_until: new Date(Date.now() + ms).toISOString() })
+        .where('public_id', '=', checkout.checkout_id)
+        .execute();
+    const real = server.ctx.providers.forEnvironment('production');
+    // The worker read the payment as expired with no attempt in flight; while it asks the provider to
+    // stop it, a retry takes the slot (its clock a moment behind the worker's).
+    const undo = useProvider(
+      server.ctx,
+      wrapProvider(real, {
+        async cancelPayment(providerPaymentId) {
+          await lockSlot(86_400_000 + 60_000);
+          return real.cancelPayment(providerPaymentId);
+        },
+      }),
+    );
+    offsetMs += 86_400_000 + 1000;
+    try {
+      await expireCheckouts(server.ctx);
+      assert.equal((await paymentRow(server, transactionId)).status, 'processing');
+      undo();
+      // Once that attempt is over, the expiry fails the payment.
+      await lockSlot(-1000);
+      await expireCheckouts(server.ctx);
+      assert.equal((await paymentRow(server, transactionId)).status, 'failed');
+    } finally {
+      undo();
       offsetMs = 0;
     }
   });

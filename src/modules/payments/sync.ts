@@ -4,6 +4,8 @@
 import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import type { ProviderNotice } from '../../provider/types.ts';
+import { attemptInFlight } from '../checkout/status.ts';
+import { lockSession } from '../checkout/store.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
 import { MAX_WEBHOOK_IDS } from './provider-webhook-guard.ts';
@@ -94,12 +96,17 @@ export async function expireCheckouts(ctx: AppContext): Promise<number> {
   return eachCounting(expired, async ({ id }) => {
     const payment = await ctx.db
       .selectFrom('payments')
-      .select(['id', 'public_id', 'provider', 'provider_payment_id'])
+      .select(['id', 'public_id', 'provider', 'provider_payment_id', 'checkout_session_id'])
       .where('id', '=', id)
       .executeTakeFirstOrThrow();
     await stopAtProvider(ctx, payment);
     return ctx.db.transaction().execute(async (trx) => {
-      const moved = await movePayment(trx, id, 'processing', 'failed', ctx.clock().toISOString());
+      // Under the checkout's lock, as sync-status does: an attempt that took the slot since the read
+      // above is left to finish (its answer, or the next round, decides).
+      const session = await lockSession(trx, payment.checkout_session_id);
+      const now = ctx.clock();
+      if (attemptInFlight(session, now)) return false;
+      const moved = await movePayment(trx, id, 'processing', 'failed', now.toISOString());
       return moved !== null;
     });
   });
