@@ -2,6 +2,8 @@
 // use atomically (never past max_uses, also under 50 parallel starts), and paid payments feed the stats.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { lockLink } from '../src/modules/payment-links/store.ts';
 import { billing, CARDS, pay } from './helpers/checkout.ts';
 import {
   call,
@@ -221,5 +223,92 @@ describe(`starting checkouts from payment links (${DB_KIND})`, () => {
     const listed = await call<Json[]>(server, 'GET', '/api/payment-links/', { token: merchant.token });
     const row = listed.body.find((entry) => entry.id === id);
     assert.deepEqual(row?.stats, link.stats);
+  });
+});
+
+describe(`a link checkout's first payment at its expiry (${DB_KIND})`, () => {
+  let server: TestServer;
+  let merchant: Merchant;
+  let offsetMs = 0;
+  before(async () => {
+    server = await startTestServer({ worker: false, clock: () => new Date(Date.now() + offsetMs) });
+    merchant = await createTestMerchant(server, 'Last Use Shop');
+  });
+  after(() => server.close());
+
+  /** Until a PostgreSQL backend waits on a row lock (SQLite: a moment for the request to queue). */
+  async function someoneWaitsOnALock(): Promise<void> {
+    if (DB_KIND !== 'postgres') {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return;
+    }
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from pg_stat_activity
+        where wait_event_type = 'Lock' and datname = current_database()`.execute(server.ctx.db);
+      if (rows[0].n > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.fail('the card attempt never waited on the link lock');
+  }
+
+  test('a start that found the checkout expired and unpaid is never followed by its payment (max_uses 1)', async () => {
+    const product = await call<Json>(server, 'POST', '/api/products/', {
+      token: merchant.token,
+      body: { name: 'Last one', unit_price: '9.00', currency: 'USD' },
+    });
+    const link = await call<Json>(server, 'POST', '/api/payment-links/', {
+      token: merchant.token,
+      body: { name: 'One use', products: [{ product_id: product.body.id }], max_uses: 1 },
+    });
+    assert.equal(link.status, 201, link.text);
+    const started = await call<Json>(server, 'POST', `/api/payment-links/public/${link.body.id}/start/`, {
+      body: billing(),
+    });
+    assert.equal(started.status, 201, started.text);
+    const linkRow = await server.ctx.db
+      .selectFrom('payment_links')
+      .select('id')
+      .where('uuid', '=', link.body.id as string)
+      .executeTakeFirstOrThrow();
+    const session = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .select('expires_at')
+      .where('public_id', '=', started.body.checkout_id as string)
+      .executeTakeFirstOrThrow();
+
+    // A second start holds the link's lock at the checkout's expiry: it counts no use (the checkout
+    // expired unpaid) and takes the last one. Meanwhile the customer's card attempt, begun a moment
+    // before the expiry, reaches the link: it waits for the lock, then judges the expiry by the clock
+    // after it. (SQLite: one process's requests queue on its one connection before they read the
+    // clock, so this passes there either way; across processes the attempt would queue at BEGIN.)
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    const { promise: lockedYet, resolve: locked } = Promise.withResolvers<void>();
+    const secondStart = server.ctx.db.transaction().execute(async (trx) => {
+      await lockLink(trx, linkRow.id);
+      locked();
+      await released;
+    });
+    await lockedYet;
+    offsetMs = Date.parse(session.expires_at) - Date.now() - 2_000;
+    const attempt = pay(server, started.body.token as string, CARDS.success);
+    try {
+      await someoneWaitsOnALock();
+      offsetMs = Date.parse(session.expires_at) - Date.now() + 1_000;
+    } finally {
+      release();
+      await secondStart;
+    }
+    const answer = await attempt;
+    offsetMs = 0;
+    assert.equal(answer.status, 410, answer.text);
+    assert.equal((answer.body as Json).detail, 'This checkout has expired.');
+    const paid = await server.ctx.db
+      .selectFrom('payments')
+      .select('id')
+      .where('payment_link_id', '=', link.body.id as string)
+      .execute();
+    assert.deepEqual(paid, []);
   });
 });

@@ -11,6 +11,7 @@ import { cardBrand, isLuhnValid, normaliseCardNumber } from '../../provider/card
 import { callProvider } from '../../provider/operations/perform.ts';
 import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
 import type { CardInput, PaymentProvider, PaymentWrite } from '../../provider/types.ts';
+import { lockLinkByUuid } from '../payment-links/store.ts';
 import * as payments from '../payments/store.ts';
 import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
 import { applyProviderState } from '../payments/transitions.ts';
@@ -104,7 +105,16 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
     // into it would be as it stood before that attempt (still processing when it had just been paid or
     // failed). A refusal here rolls the slot back with the transaction.
     let payment = await payments.paymentOfCheckout(trx, session.id);
-    assertOpenForAttempt(session, payment, now);
+    let checkedAt = now;
+    if (payment === undefined && session.payment_link_id !== null) {
+      // A link checkout's first payment turns its reservation into a use. A start counting the link's
+      // uses holds the link's lock: take it (lock order session, then link), and judge the expiry by
+      // the clock after it, so a start that found this checkout expired and unpaid (its use given back)
+      // is never followed by this payment, and one that waits for it counts it.
+      await lockLinkByUuid(trx, session.organization_id, session.payment_link_id);
+      checkedAt = ctx.clock();
+    }
+    assertOpenForAttempt(session, payment, checkedAt);
     // A payment opened by this transaction has had no attempt yet: the first needs no count.
     const attemptNumber =
       payment === undefined ? 1 : (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;

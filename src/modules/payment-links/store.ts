@@ -56,6 +56,20 @@ export function lockLink(trx: Executor, id: number) {
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
+/**
+ * Locks a link by its public id, as lockLink does (PostgreSQL; SQLite serialises transactions): a
+ * checkout's first payment takes it, so a start counting the link's uses waits for that payment's
+ * commit and counts it.
+ */
+export async function lockLinkByUuid(trx: Executor, organizationId: number, uuid: string): Promise<void> {
+  const query = trx
+    .selectFrom('payment_links')
+    .select('id')
+    .where('uuid', '=', uuid)
+    .where('organization_id', '=', organizationId);
+  await (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst();
+}
+
 export async function countView(db: Executor, id: number): Promise<void> {
   await db
     .updateTable('payment_links')
