@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ForbiddenError, UnauthorizedError } from '../src/http/errors.ts';
 import { authenticateApiKey } from '../src/modules/api-keys/service.ts';
+import { addMember } from './helpers/accounts.ts';
 import { KEY_ROUTE, KEY_ROUTE_SCOPE } from './helpers/api-key-route.ts';
 import {
   call,
@@ -286,6 +287,120 @@ describe('API key management (dashboard session)', () => {
     assert.equal((await call(server, 'POST', KEYS, { body: { name: 'x' } })).status, 401);
     assert.equal((await call(server, 'POST', `${KEYS}rotate/`)).status, 401);
     assert.equal((await call(server, 'POST', `${KEYS}1/revoke/`)).status, 401);
+  });
+
+  // decisions: a developer has "API keys, webhooks, read payments and refunds", not refunding; a key
+  // carries no scope its maker's role could not use (src/modules/api-keys/scopes.ts, SCOPE_PERMISSION).
+  const DEVELOPER_REFUSAL = 'Your role (developer) does not allow refunding payments.';
+
+  async function activeKeys(merchant: Merchant) {
+    const list = await call<KeyRecord[]>(server, 'GET', KEYS, { token: merchant.token });
+    return list.body.filter((key) => key.status === 'active');
+  }
+
+  async function auditActions(merchant: Merchant, action: string) {
+    const log = await call<{ results: { action: string }[] }>(
+      server,
+      'GET',
+      `/api/organization/audit-log/?page_size=100&action=${action}`,
+      { token: merchant.token },
+    );
+    assert.equal(log.status, 200, log.text);
+    return log.body.results.length;
+  }
+
+  test("a developer cannot create a key that could refund (all scopes, refunds:write, payments:write): 403 with the role's refusal, nothing issued", async () => {
+    const owner = await createTestMerchant(server);
+    const developer = await addMember(server, owner, 'developer');
+    for (const allowedScopes of [
+      '',
+      ' , ',
+      'refunds:write',
+      'payments:write',
+      'checkout:create payments:write',
+    ]) {
+      const refused = await call(server, 'POST', KEYS, {
+        token: developer.token,
+        body: { name: 'Refunder', allowed_scopes: allowedScopes },
+      });
+      assert.equal(refused.status, 403, `"${allowedScopes}": ${refused.text}`);
+      assert.equal(detail(refused.body), DEVELOPER_REFUSAL);
+    }
+    // Omitting allowed_scopes is the empty string: every scope.
+    const omitted = await call(server, 'POST', KEYS, { token: developer.token, body: { name: 'Default' } });
+    assert.equal(omitted.status, 403);
+    assert.equal(detail(omitted.body), DEVELOPER_REFUSAL);
+    assert.deepEqual(await activeKeys(owner), []);
+    assert.equal(await auditActions(owner, 'api_key.created'), 0);
+
+    const integration = await call<KeyRecord>(server, 'POST', KEYS, {
+      token: developer.token,
+      body: { name: 'Integration', allowed_scopes: 'checkout:create payments:read refunds:read' },
+    });
+    assert.equal(integration.status, 201, integration.text);
+    assert.deepEqual(integration.body.scopes, ['checkout:create', 'payments:read', 'refunds:read']);
+  });
+
+  test('a developer cannot rotate a key that could refund (the old key stays active); a narrower key they may revoke, create and rotate', async () => {
+    const owner = await createTestMerchant(server);
+    const developer = await addMember(server, owner, 'developer');
+    const everything = await createKey(owner, { name: 'Everything', allowed_scopes: '' });
+    const refunder = await createKey(owner, {
+      name: 'Refunder',
+      allowed_scopes: 'payments:write',
+      environment: 'sandbox',
+    });
+    for (const environment of ['production', 'sandbox']) {
+      const refused = await call(server, 'POST', `${KEYS}rotate/`, {
+        token: developer.token,
+        body: { environment },
+      });
+      assert.equal(refused.status, 403, `${environment}: ${refused.text}`);
+      assert.equal(detail(refused.body), DEVELOPER_REFUSAL);
+    }
+    assert.deepEqual(
+      (await activeKeys(owner)).map((key) => key.id).sort(),
+      [everything.body.id, refunder.body.id].sort(),
+    );
+    assert.equal(await auditActions(owner, 'api_key.rotated'), 0);
+
+    // Revoking only takes power away; then a key within the developer's role is theirs to rotate.
+    assert.equal(
+      (await call(server, 'POST', `${KEYS}${refunder.body.id}/revoke/`, { token: developer.token })).status,
+      200,
+    );
+    const reader = await call<KeyRecord>(server, 'POST', KEYS, {
+      token: developer.token,
+      body: { name: 'Reader', allowed_scopes: 'refunds:read', environment: 'sandbox' },
+    });
+    assert.equal(reader.status, 201, reader.text);
+    const rotated = await call<KeyRecord>(server, 'POST', `${KEYS}rotate/`, {
+      token: developer.token,
+      body: { environment: 'sandbox' },
+    });
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.deepEqual(rotated.body.scopes, ['refunds:read']);
+  });
+
+  test('owners and admins still create and rotate all-scope keys', async () => {
+    const owner = await createTestMerchant(server);
+    const admin = await addMember(server, owner, 'admin');
+    const created = await call<KeyRecord>(server, 'POST', KEYS, {
+      token: admin.token,
+      body: { name: 'All', allowed_scopes: '' },
+    });
+    assert.equal(created.status, 201, created.text);
+    assert.deepEqual(created.body.scopes, []);
+    for (const member of [admin, owner]) {
+      const rotated = await call<KeyRecord>(server, 'POST', `${KEYS}rotate/`, { token: member.token });
+      assert.equal(rotated.status, 200, rotated.text);
+      assert.deepEqual(rotated.body.scopes, []);
+    }
+    const refunds = await call<KeyRecord>(server, 'POST', KEYS, {
+      token: admin.token,
+      body: { name: 'Refunds', allowed_scopes: 'refunds:write payments:write', environment: 'sandbox' },
+    });
+    assert.equal(refunds.status, 201, refunds.text);
   });
 });
 

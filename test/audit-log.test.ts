@@ -18,6 +18,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
+import { insertSubscription } from './helpers/subscriptions.ts';
 import { createPaidPayment } from './helpers/wallet-fixtures.ts';
 
 interface Entry {
@@ -47,14 +48,12 @@ describe(`audit log (${DB_KIND})`, () => {
   });
   after(() => server.close());
 
-  async function entries(query = ''): Promise<Entry[]> {
+  async function entries(query = '', token = owner.token): Promise<Entry[]> {
     const page = await call<{ results: Entry[] }>(
       server,
       'GET',
       `/api/organization/audit-log/?page_size=100${query}`,
-      {
-        token: owner.token,
-      },
+      { token },
     );
     assert.equal(page.status, 200, page.text);
     return page.body.results;
@@ -264,28 +263,30 @@ describe(`audit log (${DB_KIND})`, () => {
     assert.ok(lines.slice(1).every((line) => line.includes(',api_key.')));
   });
 
-  test('a change that rolls back leaves no entry, and an entry that cannot be written rolls the change back', async () => {
-    const fail = async (table: string, statement: 'create' | 'drop') => {
-      const name = `audit_test_fail_${table}`;
-      if (DB_KIND === 'postgres') {
-        if (statement === 'create') {
-          await sql
-            .raw(
-              `CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`,
-            )
-            .execute(server.ctx.db);
-          await sql
-            .raw(`CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`)
-            .execute(server.ctx.db);
-        } else await sql.raw(`DROP TRIGGER ${name} ON ${table}`).execute(server.ctx.db);
-      } else if (statement === 'create') {
+  /** Makes every insert into `table` fail (a trigger), or stops doing so. */
+  async function fail(table: string, statement: 'create' | 'drop') {
+    const name = `audit_test_fail_${table}`;
+    if (DB_KIND === 'postgres') {
+      if (statement === 'create') {
         await sql
           .raw(
-            `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+            `CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`,
           )
           .execute(server.ctx.db);
-      } else await sql.raw(`DROP TRIGGER ${name}`).execute(server.ctx.db);
-    };
+        await sql
+          .raw(`CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`)
+          .execute(server.ctx.db);
+      } else await sql.raw(`DROP TRIGGER ${name} ON ${table}`).execute(server.ctx.db);
+    } else if (statement === 'create') {
+      await sql
+        .raw(
+          `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+        )
+        .execute(server.ctx.db);
+    } else await sql.raw(`DROP TRIGGER ${name}`).execute(server.ctx.db);
+  }
+
+  test('a change that rolls back leaves no entry, and an entry that cannot be written rolls the change back', async () => {
     const count = async (action: string) => (await entries(`&action=${action}`)).length;
 
     // The payout's ledger movement is written after its audit entry: it fails, and the entry goes with it.
@@ -319,6 +320,155 @@ describe(`audit log (${DB_KIND})`, () => {
     }
     const products = await call<unknown[]>(server, 'GET', '/api/products/', { token: owner.token });
     assert.equal(products.body.length, productsBefore, 'no product without its audit entry');
+  });
+
+  /** A merchant of its own with a webhook endpoint (nothing listens there: deliveries fail and retry). */
+  async function merchantWithEndpoint(name: string): Promise<Merchant> {
+    const merchant = await createTestMerchant(server, name);
+    const endpoint = await call(server, 'PUT', '/api/organization/webhook/', {
+      token: merchant.token,
+      body: { endpoint_url: 'http://127.0.0.1:9/hook' },
+    });
+    assert.equal(endpoint.status, 200, endpoint.text);
+    return merchant;
+  }
+
+  test("a webhook test, a payment's event sent again, a redelivery and a refund verification code are audited", async () => {
+    const shop = await merchantWithEndpoint('Webhook Audit');
+    const as = (body?: unknown) => ({ token: shop.token, body, headers: { 'user-agent': 'AuditTest/2.0' } });
+    const sent = await call<{ delivery_id: string }>(server, 'POST', '/api/organization/webhook/test/', as());
+    assert.equal(sent.status, 202, sent.text);
+    const payment = await createPaidPayment(server.ctx, {
+      organizationId: shop.organizationId,
+      gross: 5_000n,
+    });
+    const resent = await call<{ delivery_id: string }>(
+      server,
+      'POST',
+      '/api/organization/webhook/test-transaction/',
+      as({ transaction_id: payment.public_id }),
+    );
+    assert.equal(resent.status, 202, resent.text);
+    const again = await call<{ id: string }>(
+      server,
+      'POST',
+      `/api/organization/webhook/deliveries/${sent.body.delivery_id}/redeliver/`,
+      as(),
+    );
+    assert.equal(again.status, 201, again.text);
+    const code = await call(server, 'POST', '/api/refunds/verification-code/', as());
+    assert.equal(code.status, 202, code.text);
+
+    const log = await entries('', shop.token);
+    const only = (action: string) => {
+      const found = log.filter((e) => e.action === action);
+      assert.equal(found.length, 1, `one ${action} entry; have ${log.map((e) => e.action).join(', ')}`);
+      assert.equal(found[0].actor.email, shop.email, action);
+      assert.equal(found[0].user_agent, 'AuditTest/2.0', action);
+      return found[0];
+    };
+    const test = only('webhook.test_sent');
+    assert.deepEqual(test.target, { type: 'webhook_delivery', id: sent.body.delivery_id });
+    assert.equal(test.details.event, 'webhook.test');
+    const transaction = only('webhook.test_transaction_sent');
+    assert.deepEqual(transaction.target, { type: 'webhook_delivery', id: resent.body.delivery_id });
+    assert.equal(transaction.details.transaction_id, payment.public_id);
+    assert.equal(transaction.details.event, 'transaction.status_changed');
+    const redelivered = only('webhook.redelivered');
+    assert.deepEqual(redelivered.target, { type: 'webhook_delivery', id: again.body.id });
+    assert.equal(redelivered.details.redelivery_of, sent.body.delivery_id);
+    const requested = only('refund.verification_code_sent');
+    assert.deepEqual(requested.target, { type: 'user', id: String(requested.actor.id) });
+    assert.equal(typeof requested.details.expires_at, 'string');
+    assert.equal(JSON.stringify(requested.details).match(/\b\d{6}\b/), null, 'never the code itself');
+  });
+
+  test('an entry that cannot be written undoes them, and a test clock advance and an update-card page too', async () => {
+    const shop = await merchantWithEndpoint('Rollback Audit');
+    const db = server.ctx.db;
+    const sent = await call<{ delivery_id: string }>(server, 'POST', '/api/organization/webhook/test/', {
+      token: shop.token,
+    });
+    assert.equal(sent.status, 202, sent.text);
+    const payment = await createPaidPayment(server.ctx, {
+      organizationId: shop.organizationId,
+      gross: 5_000n,
+    });
+    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: shop.token,
+      body: { name: 'Clocked', amount: '5.00', interval: 'month', environment: 'sandbox' },
+    });
+    assert.equal(plan.status, 201, plan.text);
+    const subscription = await insertSubscription(server, {
+      organizationId: shop.organizationId,
+      planPublicId: plan.body.id,
+      status: 'active',
+    });
+    const count = async (table: 'webhook_deliveries' | 'refund_verification_codes' | 'checkout_sessions') =>
+      Number(
+        (
+          await db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<number | string>().as('count'))
+            .where('organization_id', '=', shop.organizationId)
+            .executeTakeFirstOrThrow()
+        ).count,
+      );
+    const counts = async () => ({
+      deliveries: await count('webhook_deliveries'),
+      codes: await count('refund_verification_codes'),
+      checkouts: await count('checkout_sessions'),
+    });
+    const clockOf = async () =>
+      (
+        await call<{ test_clock_at: string | null }>(
+          server,
+          'GET',
+          `/api/subscriptions/${subscription.publicId}/`,
+          { token: shop.token },
+        )
+      ).body.test_clock_at;
+    const actions: [string, unknown][] = [
+      ['/api/organization/webhook/test/', undefined],
+      ['/api/organization/webhook/test-transaction/', { transaction_id: payment.public_id }],
+      [`/api/organization/webhook/deliveries/${sent.body.delivery_id}/redeliver/`, undefined],
+      ['/api/refunds/verification-code/', undefined],
+      [`/api/subscriptions/${subscription.publicId}/advance-clock/`, { days: 3 }],
+      [`/api/subscriptions/${subscription.publicId}/update-card-link/`, undefined],
+    ];
+    const before = await counts();
+    const entriesBefore = (await entries('', shop.token)).length;
+    await fail('audit_log', 'create');
+    try {
+      for (const [path, body] of actions) {
+        const refused = await call(server, 'POST', path, { token: shop.token, body });
+        assert.equal(refused.status, 500, `${path}: ${refused.text}`);
+      }
+    } finally {
+      await fail('audit_log', 'drop');
+    }
+    assert.equal(await clockOf(), null, 'the test clock did not move');
+    assert.deepEqual(await counts(), before, 'no delivery, code or update-card page without its entry');
+    assert.equal((await entries('', shop.token)).length, entriesBefore);
+
+    // The same actions with the log working: each is done and audited once.
+    for (const [path, body] of actions) {
+      const done = await call(server, 'POST', path, { token: shop.token, body });
+      assert.ok(done.status < 300, `${path}: ${done.text}`);
+    }
+    assert.ok((await clockOf()) !== null, 'the test clock moved');
+    const log = await entries('', shop.token);
+    for (const action of [
+      'webhook.test_sent',
+      'webhook.test_transaction_sent',
+      'webhook.redelivered',
+      'refund.verification_code_sent',
+      'subscription.clock_advanced',
+      'subscription.update_card_link_created',
+    ]) {
+      const expected = action === 'webhook.test_sent' ? 2 : 1;
+      assert.equal(log.filter((e) => e.action === action).length, expected, action);
+    }
   });
 
   test('retention keeps entries 400 days, whatever KASSA_RETENTION_DAYS says, and deletes them after', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ValidationError } from '../src/http/errors.ts';
 import { createMerchant } from '../src/modules/organizations/service.ts';
+import { addMember } from './helpers/accounts.ts';
 import {
   call,
   createTestMerchant,
@@ -9,6 +10,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
+import { createPaidPayment } from './helpers/wallet-fixtures.ts';
 
 type Organization = Record<string, unknown>;
 
@@ -221,6 +223,59 @@ describe('the organization profile', () => {
     assert.equal(stats.transaction_count, 0);
     assert.deepEqual(response.body.recent_activity, []);
     assert.equal((await call(server, 'GET', '/api/organization/dashboard/')).status, 401);
+  });
+
+  test('the snapshot leaves the wallet and its activity out (null) for a role that may not read the wallet', async () => {
+    const owner = await createTestMerchant(server, 'Wallet Roles');
+    await createPaidPayment(server.ctx, { organizationId: owner.organizationId, gross: 10_000n });
+    const members = new Map<string, string>([['owner', owner.token]]);
+    for (const role of ['admin', 'developer', 'support', 'viewer'])
+      members.set(role, (await addMember(server, owner, role)).token);
+    for (const [role, token] of members) {
+      const snapshot = await call<Record<string, unknown>>(server, 'GET', '/api/organization/dashboard/', {
+        token,
+      });
+      assert.equal(snapshot.status, 200, `${role}: ${snapshot.text}`);
+      const wallet = await call(server, 'GET', '/api/wallet/', { token });
+      const stats = snapshot.body.stats as Record<string, unknown>;
+      assert.equal(stats.transaction_count, 1, role);
+      if (role === 'developer') {
+        assert.equal(wallet.status, 403, 'GET /api/wallet/ refuses the developer');
+        assert.equal(snapshot.body.wallet, null, role);
+        assert.equal(snapshot.body.recent_activity, null, role);
+      } else {
+        assert.equal(wallet.status, 200, role);
+        assert.equal((snapshot.body.wallet as Record<string, unknown>).balance, wallet.body.balance, role);
+        assert.ok((snapshot.body.recent_activity as unknown[]).length > 0, role);
+      }
+    }
+  });
+
+  test('user_count counts the current members: not removed ones, not pending invitations', async () => {
+    const owner = await createTestMerchant(server, 'Headcount');
+    const userCount = async () => {
+      const snapshot = await call<{ stats: { user_count: number } }>(
+        server,
+        'GET',
+        '/api/organization/dashboard/',
+        { token: owner.token },
+      );
+      assert.equal(snapshot.status, 200, snapshot.text);
+      return snapshot.body.stats.user_count;
+    };
+    const support = await addMember(server, owner, 'support');
+    await addMember(server, owner, 'viewer');
+    const invited = await call(server, 'POST', '/api/organization/members/', {
+      token: owner.token,
+      body: { email: 'pending@headcount.test', role: 'viewer' },
+    });
+    assert.equal(invited.status, 201, invited.text);
+    assert.equal(await userCount(), 3);
+    const removed = await call(server, 'DELETE', `/api/organization/members/${support.id}/`, {
+      token: owner.token,
+    });
+    assert.equal(removed.status, 204, removed.text);
+    assert.equal(await userCount(), 2);
   });
 });
 

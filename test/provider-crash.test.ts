@@ -50,6 +50,7 @@ describe(`SIGKILL around a provider call (${DB_KIND})`, () => {
         organization.id,
         { name: 'crash', allowed_scopes: '', environment: 'production' },
         OPERATOR,
+        null,
       )
     ).raw_key;
   });

@@ -12,6 +12,7 @@
 //   round reads (helper-24's review: it waited for the safety poll).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { OPERATOR } from '../src/modules/audit/record.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
 import { sendTestEvent } from '../src/modules/webhooks/service.ts';
 import { createTestMerchant, DB_KIND, startTestServer, type TestServer } from './helpers/server.ts';
@@ -75,7 +76,7 @@ describe(`deliveries claimed by the due read go out on time (${DB_KIND})`, () =>
     // The warm poll ends 2 s after the round that sent it; its last rounds read the due deliveries.
     await sleep(Math.max(0, first.at + 2300 - Date.now()));
     const sentAt = Date.now();
-    await sendTestEvent(server.ctx, merchant.organizationId);
+    await sendTestEvent(server.ctx, merchant.organizationId, OPERATOR);
     const [, test] = await receiver.waitFor(2, 15_000, mine);
     assert.ok(test.at - sentAt < 5000, `the test delivery came ${test.at - sentAt} ms after it was sent`);
   });

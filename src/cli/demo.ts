@@ -53,6 +53,7 @@ export const demoCommand: Command = {
           environment: 'sandbox',
         },
         OPERATOR,
+        null,
       );
       const base = cfg.publicUrl;
       console.log(`Demo merchant created.

@@ -349,6 +349,7 @@ export async function restoreCredentials(server: TestServer, fixture: OrgFixture
         environment,
       },
       OPERATOR,
+      null,
     );
     fixture[field] = issued.raw_key;
     fixture.refs.apiKey.push(String(issued.id));

@@ -31,15 +31,13 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
     },
     async (request, reply) => {
       const { name, allowed_scopes = '', environment } = request.body;
+      const session = sessionOf(request);
       const key = await createKey(
         ctx,
-        sessionOf(request).organizationId,
-        {
-          name,
-          allowed_scopes,
-          environment,
-        },
+        session.organizationId,
+        { name, allowed_scopes, environment },
         actorOf(request),
+        session.role,
       );
       return reply.code(201).send(key);
     },
@@ -63,6 +61,7 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
         sessionOf(request).organizationId,
         request.body?.environment ?? 'production',
         actorOf(request),
+        sessionOf(request).role,
       ),
   );
 

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { allowsAny, parseAllowedScopes, SCOPES, type Scope, ScopeParseError } from './scopes.ts';
+import {
+  allowsAny,
+  parseAllowedScopes,
+  permissionLackedFor,
+  SCOPES,
+  type Scope,
+  ScopeParseError,
+} from './scopes.ts';
 
 const scope = fc.constantFrom(...SCOPES);
 /** One separator as a merchant might type it: commas and/or whitespace, in any mix. */
@@ -79,5 +86,26 @@ describe('allowsAny', () => {
         return allowsAny(granted, required) === expected;
       }),
     );
+  });
+});
+
+describe('permissionLackedFor', () => {
+  test('owners and admins may grant every scope; a developer every scope but the refunding ones and "all"', () => {
+    for (const role of ['owner', 'admin'] as const) {
+      assert.equal(permissionLackedFor(role, []), null, role);
+      assert.equal(permissionLackedFor(role, [...SCOPES]), null, role);
+    }
+    assert.equal(
+      permissionLackedFor('developer', ['checkout:create', 'payments:read', 'refunds:read']),
+      null,
+    );
+    for (const scopes of [
+      [],
+      ['refunds:write'],
+      ['payments:write'],
+      ['payments:read', 'payments:write'],
+    ] as Scope[][]) {
+      assert.equal(permissionLackedFor('developer', scopes), 'refunds:write', scopes.join(' ') || 'all');
+    }
   });
 });

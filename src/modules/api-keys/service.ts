@@ -6,8 +6,16 @@ import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } fro
 import { randomBase62, sha256Hex } from '../../lib/ids.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
 import type { OrganizationTerms } from '../checkout/store.ts';
+import { forbiddenDetail, type Role } from '../members/roles.ts';
 import { cachedKey, forgetKey, rememberKey } from './cache.ts';
-import { allowsAny, parseAllowedScopes, type Scope, ScopeParseError } from './scopes.ts';
+import {
+  allowsAny,
+  parseAllowedScopes,
+  permissionLackedFor,
+  SCOPES,
+  type Scope,
+  ScopeParseError,
+} from './scopes.ts';
 import * as store from './store.ts';
 import type { ApiKeyRow, Environment } from './table.ts';
 
@@ -211,6 +219,25 @@ async function lockOrganization(trx: Executor, organizationId: number) {
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
+/**
+ * Who is issuing a key: a member's role, or null for the operator (the CLI), who is not a member and
+ * holds every right. A member may issue only a key whose scopes their role could use itself
+ * (SCOPE_PERMISSION); else 403 with the role's refusal, the same sentence the route table gives.
+ */
+export type Grantor = Role | null;
+
+function assertMayGrant(grantor: Grantor, scopes: readonly Scope[]): void {
+  if (grantor === null) return;
+  const lacked = permissionLackedFor(grantor, scopes);
+  if (lacked) throw new ForbiddenError(forbiddenDetail(grantor, lacked));
+}
+
+function storedScopes(scopes: string): Scope[] {
+  return scopes
+    ? (scopes.split(' ').filter((scope) => (SCOPES as readonly string[]).includes(scope)) as Scope[])
+    : [];
+}
+
 function parseScopes(allowedScopes: string): Scope[] {
   try {
     return parseAllowedScopes(allowedScopes);
@@ -246,10 +273,13 @@ export async function createKey(
   organizationId: number,
   input: { name: string; allowed_scopes: string; environment?: Environment },
   actor: Actor,
+  grantor: Grantor,
 ) {
   const name = input.name.trim();
   if (!name) throw new ValidationError('name: may not be blank.');
-  const scopes = parseScopes(input.allowed_scopes).join(' ');
+  const parsed = parseScopes(input.allowed_scopes);
+  assertMayGrant(grantor, parsed);
+  const scopes = parsed.join(' ');
   const environment = input.environment ?? 'production';
   return ctx.db.transaction().execute(async (trx) => {
     const organization = await lockOrganization(trx, organizationId);
@@ -278,12 +308,17 @@ export async function rotateKey(
   organizationId: number,
   environment: Environment,
   actor: Actor,
+  grantor: Grantor,
 ) {
   return ctx.db.transaction().execute(async (trx) => {
     await lockOrganization(trx, organizationId);
     const [current] = await store.activeKeys(trx, organizationId, environment);
     if (!current)
       throw new NotFoundError(`There is no active ${environment} API key to rotate; create one instead.`);
+    // The new key carries the old one's scopes, so rotating is issuing them again: a member whose role
+    // could not create this key (an all-scope key, for a developer) cannot rotate it either, and the
+    // old key stays active. They may revoke it and create a narrower one, or ask an owner or admin.
+    assertMayGrant(grantor, storedScopes(current.scopes));
     await store.revokeKey(trx, organizationId, current.id, ctx.clock().toISOString());
     const key = await issue(trx, ctx, organizationId, current.name, current.scopes, environment);
     await recordAudit(

@@ -25,7 +25,14 @@ export async function organizationRoutes(app: App, { ctx }: RouteOptions) {
   app.get(
     '/organization/dashboard/',
     { schema: { querystring: EnvironmentQuery, response: { 200: DashboardSnapshot } } },
-    async (request) =>
-      dashboardSnapshot(ctx, sessionOf(request).organizationId, request.query.environment ?? 'production'),
+    async (request) => {
+      const session = sessionOf(request);
+      return dashboardSnapshot(
+        ctx,
+        session.organizationId,
+        session.role,
+        request.query.environment ?? 'production',
+      );
+    },
   );
 }

@@ -47,14 +47,19 @@ export const DashboardSnapshot = Shape(
   {
     organization: Organization,
     environment: Environment,
-    wallet: WalletBuckets,
+    wallet: Type.Union([WalletBuckets, Type.Null()], {
+      description: 'The wallet in USD; null for a role that may not read the wallet (developer).',
+    }),
     stats: Shape({
       user_count: Type.Integer(),
       transaction_count: Type.Integer(),
       paid_transaction_count: Type.Integer(),
       paid_volume: Shape({ USD: Money, EUR: Money }),
     }),
-    recent_activity: Type.Array(WalletMovement),
+    recent_activity: Type.Union([Type.Array(WalletMovement), Type.Null()], {
+      description:
+        'The latest wallet movements, newest first; null for a role that may not read the wallet (developer).',
+    }),
   },
   "The dashboard's overview of one environment (production unless ?environment=sandbox).",
 );

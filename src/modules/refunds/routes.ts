@@ -169,7 +169,7 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
         codeLimiter.hit(String(principal.userId)),
         'Too many verification codes requested. Use the last one sent, or wait before asking again.',
       );
-      return reply.code(202).send(await issueVerificationCode(ctx, principal));
+      return reply.code(202).send(await issueVerificationCode(ctx, principal, actorOf(request)));
     },
   );
 

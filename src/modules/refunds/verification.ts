@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { keyObject } from '../../lib/crypto.ts';
+import { type Actor, recordAudit } from '../audit/record.ts';
 import type { SessionPrincipal } from '../auth/service.ts';
 
 export const CODE_TTL_MS = 10 * 60 * 1000;
@@ -15,10 +16,11 @@ function codeHash(secret: Buffer, userId: number, code: string): string {
   return createHmac('sha256', keyObject(secret)).update(`refund-code:${userId}:${code}`).digest('hex');
 }
 
-/** Issues a new code (superseding any earlier one) and mails it to the user. */
+/** Issues a new code (superseding any earlier one), audited with it, and mails it to the user. */
 export async function issueVerificationCode(
   ctx: Pick<AppContext, 'db' | 'clock' | 'config' | 'mailer'>,
   principal: SessionPrincipal,
+  actor: Actor,
 ) {
   const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
   const now = ctx.clock();
@@ -42,6 +44,17 @@ export async function issueVerificationCode(
         created_at: now.toISOString(),
       })
       .execute();
+    await recordAudit(
+      trx,
+      principal.organizationId,
+      actor,
+      {
+        action: 'refund.verification_code_sent',
+        target: { type: 'user', id: principal.userId },
+        details: { expires_at: expiresAt },
+      },
+      now.toISOString(),
+    );
   });
   await ctx.mailer.send({
     to: principal.user.email,

@@ -258,17 +258,18 @@ export async function advanceSubscriptionClock(
       'Only a sandbox subscription has a test clock; production time cannot be moved.',
     );
   }
-  await advanceClock(ctx, existing, days);
-  await recordAudit(
-    ctx.db,
-    organizationId,
-    actor,
-    {
-      action: 'subscription.clock_advanced',
-      target: { type: 'subscription', id: existing.public_id },
-      details: { days },
-    },
-    ctx.clock().toISOString(),
+  await advanceClock(ctx, existing, days, (trx) =>
+    recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'subscription.clock_advanced',
+        target: { type: 'subscription', id: existing.public_id },
+        details: { days },
+      },
+      ctx.clock().toISOString(),
+    ),
   );
   return getSubscription(ctx, organizationId, publicId);
 }
@@ -285,16 +286,16 @@ export async function updateCardLink(
   if (existing.status === 'canceled') {
     throw new ConflictError('The subscription is canceled; there is no card to update.');
   }
-  const link = await createUpdateCardLink(ctx, existing.id);
-  await recordAudit(
-    ctx.db,
-    organizationId,
-    actor,
-    {
-      action: 'subscription.update_card_link_created',
-      target: { type: 'subscription', id: existing.public_id },
-    },
-    ctx.clock().toISOString(),
+  return createUpdateCardLink(ctx, existing.id, (trx) =>
+    recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'subscription.update_card_link_created',
+        target: { type: 'subscription', id: existing.public_id },
+      },
+      ctx.clock().toISOString(),
+    ),
   );
-  return link;
 }

@@ -676,11 +676,16 @@ const MAX_CLOCK_PASSES = 2_000;
  * POST /subscriptions/{id}/advance-clock/ (sandbox only): a test clock like Stripe's. The subscription's
  * time moves `days` forward from where it stands (real time the first time), and every renewal and retry
  * that falls due on the way runs now, in order, before the answer. The worker leaves clocked ones alone.
+ * `recordStart` (the audit entry) is written in the transaction of the clock's first move: the passes
+ * charge through the provider, so they cannot share one transaction, and the first move is the change
+ * the merchant asked for (an advance whose first move fails leaves no entry, and one whose entry fails
+ * leaves the clock where it was).
  */
 export async function advanceClock(
   ctx: AppContext,
   subscription: SubscriptionRow,
   days: number,
+  recordStart?: (trx: Executor) => Promise<void>,
 ): Promise<void> {
   const target = new Date(clockOf(ctx, subscription).getTime() + days * 86_400_000);
   for (let pass = 0; pass < MAX_CLOCK_PASSES; pass += 1) {
@@ -695,11 +700,18 @@ export async function advanceClock(
       next !== null && next < target.getTime()
         ? Math.max(next, clockOf(ctx, current).getTime())
         : target.getTime();
-    await ctx.db
-      .updateTable('subscriptions')
-      .set({ test_clock_at: new Date(at).toISOString() })
-      .where('id', '=', subscription.id)
-      .execute();
+    const move = (db: Executor) =>
+      db
+        .updateTable('subscriptions')
+        .set({ test_clock_at: new Date(at).toISOString() })
+        .where('id', '=', subscription.id)
+        .execute();
+    if (pass === 0 && recordStart) {
+      await ctx.db.transaction().execute(async (trx) => {
+        await move(trx);
+        await recordStart(trx);
+      });
+    } else await move(ctx.db);
     const moved = await runRenewals(ctx, { ...current, test_clock_at: new Date(at).toISOString() });
     if (moved === 0 && at >= target.getTime()) return;
   }

@@ -551,7 +551,12 @@ const CARD_UPDATE_TTL_S = 7 * 86_400;
  * POST /subscriptions/{id}/update-card-link/ (and the failed-payment mail): a single-use page, valid
  * 7 days, where the customer saves a new card; it replaces the saved one and retries a past-due period.
  */
-export async function createUpdateCardLink(ctx: AppContext, subscriptionId: number) {
+/** `inTransaction` (the merchant's audit entry) is written in the transaction that creates the page. */
+export async function createUpdateCardLink(
+  ctx: AppContext,
+  subscriptionId: number,
+  inTransaction?: (trx: Executor) => Promise<void>,
+) {
   const subscription = await ctx.db
     .selectFrom('subscriptions')
     .selectAll()
@@ -563,8 +568,8 @@ export async function createUpdateCardLink(ctx: AppContext, subscriptionId: numb
     .where('id', '=', subscription.plan_id)
     .executeTakeFirstOrThrow();
   const billing = await subscriberBilling(ctx.db, subscription);
-  const created = await ctx.db.transaction().execute((trx) =>
-    createCheckoutSession(trx, ctx, {
+  const created = await ctx.db.transaction().execute(async (trx) => {
+    const session = await createCheckoutSession(trx, ctx, {
       organizationId: subscription.organization_id,
       environment: subscription.environment,
       currency: plan.currency,
@@ -579,8 +584,10 @@ export async function createUpdateCardLink(ctx: AppContext, subscriptionId: numb
       subscriptionPlanId: plan.id,
       purpose: 'card_update',
       providerCustomerId: subscription.provider_customer_id,
-    }),
-  );
+    });
+    await inTransaction?.(trx);
+    return session;
+  });
   return { url: created.checkout_url, expires_at: new Date(created.expires_at * 1000).toISOString() };
 }
 

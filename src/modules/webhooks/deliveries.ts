@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { choiceParam, pageRequest, paginated, param, queryOf } from '../../http/pagination.ts';
 import { isUuid, newUuid } from '../../lib/ids.ts';
+import { type Actor, recordAudit } from '../audit/record.ts';
 import type { EventType } from '../events/emit.ts';
 import * as store from './store.ts';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow } from './table.ts';
@@ -95,21 +96,40 @@ export async function getDelivery(ctx: AppContext, organizationId: number, id: s
   };
 }
 
-/** A new delivery of the same event: new delivery id, full retry schedule, sent at once. */
-export async function redeliver(ctx: AppContext, organizationId: number, id: string) {
+/** A new delivery of the same event: new delivery id, full retry schedule, sent at once. Audited with it. */
+export async function redeliver(ctx: AppContext, organizationId: number, id: string, actor: Actor) {
   const original = await findOwned(ctx, organizationId, id);
-  if (!(await store.findEndpoint(ctx.db, organizationId))) {
-    throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
-  }
-  const row = await store.insertDelivery(ctx.db, {
-    deliveryId: newUuid(),
-    organizationId,
-    eventId: original.event_id,
-    eventType: original.event_type,
-    environment: original.environment,
-    subject: original.subject,
-    redeliveryOf: original.id,
-    now: ctx.clock().toISOString(),
+  const now = ctx.clock().toISOString();
+  const row = await ctx.db.transaction().execute(async (trx) => {
+    if (!(await store.findEndpoint(trx, organizationId))) {
+      throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
+    }
+    const delivery = await store.insertDelivery(trx, {
+      deliveryId: newUuid(),
+      organizationId,
+      eventId: original.event_id,
+      eventType: original.event_type,
+      environment: original.environment,
+      subject: original.subject,
+      redeliveryOf: original.id,
+      now,
+    });
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'webhook.redelivered',
+        target: { type: 'webhook_delivery', id: delivery.delivery_id },
+        details: {
+          redelivery_of: original.delivery_id,
+          event: original.event_type,
+          subject: original.subject,
+        },
+      },
+      now,
+    );
+    return delivery;
   });
   return { ...presentDelivery(row, original.delivery_id), attempts: [] };
 }

@@ -56,7 +56,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     `${BASE}/test/`,
     { schema: { tags, summary: 'Send a webhook.test event', response: { 202: QueuedDelivery } } },
-    async (request, reply) => reply.code(202).send(await sendTestEvent(ctx, org(request))),
+    async (request, reply) => reply.code(202).send(await sendTestEvent(ctx, org(request), actorOf(request))),
   );
   app.post(
     `${BASE}/test-transaction/`,
@@ -72,6 +72,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
         ctx,
         org(request),
         reference === undefined ? undefined : String(reference),
+        actorOf(request),
       );
       return reply.code(202).send(sent);
     },
@@ -84,7 +85,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
     getDelivery(ctx, org(request), request.params.id),
   );
   app.post(`${BASE}/deliveries/:id/redeliver/`, { schema: RedeliverSchema }, async (request, reply) =>
-    reply.code(201).send(await redeliver(ctx, org(request), request.params.id)),
+    reply.code(201).send(await redeliver(ctx, org(request), request.params.id, actorOf(request))),
   );
   app.get(`${BASE}/received/`, { schema: ListReceivedSchema }, async (request) =>
     listReceived(ctx, org(request), request),

@@ -132,11 +132,11 @@ async function emitAndQueue(trx: Executor, event: NewEvent) {
   return { delivery_id: delivery.delivery_id, event: event.type, status: delivery.status };
 }
 
-export async function sendTestEvent(ctx: AppContext, organizationId: number) {
+export async function sendTestEvent(ctx: AppContext, organizationId: number, actor: Actor) {
   const now = ctx.clock().toISOString();
   return ctx.db.transaction().execute(async (trx) => {
     await requireEndpoint(trx, organizationId);
-    return emitAndQueue(trx, {
+    const queued = await emitAndQueue(trx, {
       organizationId,
       environment: 'production',
       type: 'webhook.test',
@@ -144,6 +144,18 @@ export async function sendTestEvent(ctx: AppContext, organizationId: number) {
       payload: { message: TEST_MESSAGE },
       now,
     });
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'webhook.test_sent',
+        target: { type: 'webhook_delivery', id: queued.delivery_id },
+        details: { event: queued.event },
+      },
+      now,
+    );
+    return queued;
   });
 }
 
@@ -162,6 +174,7 @@ export async function resendTransaction(
   ctx: AppContext,
   organizationId: number,
   reference: string | undefined,
+  actor: Actor,
 ) {
   const now = ctx.clock().toISOString();
   return ctx.db.transaction().execute(async (trx) => {
@@ -177,6 +190,17 @@ export async function resendTransaction(
       payload: await transactionEventPayload(trx, payment),
       now,
     });
+    await recordAudit(
+      trx,
+      organizationId,
+      actor,
+      {
+        action: 'webhook.test_transaction_sent',
+        target: { type: 'webhook_delivery', id: queued.delivery_id },
+        details: { event: queued.event, transaction_id: payment.public_id, environment: payment.environment },
+      },
+      now,
+    );
     return { ...queued, transaction_id: payment.public_id };
   });
 }

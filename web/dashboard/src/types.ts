@@ -65,9 +65,11 @@ export interface Wallet extends WalletBuckets {
 
 export interface DashboardSnapshot {
   organization: Organization;
+  /** null for a role that may not read the wallet (developer). */
   wallet?: WalletBuckets | null;
   stats?: Record<string, number | string | Record<string, string>>;
-  recent_activity?: WalletMovement[];
+  /** null for a role that may not read the wallet (developer). */
+  recent_activity?: WalletMovement[] | null;
   [field: string]: unknown;
 }
 

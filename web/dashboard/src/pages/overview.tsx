@@ -228,10 +228,13 @@ export function OverviewPage() {
       <ResourceState resource={snapshot} what="the dashboard" loading="Loading…" />
       {data ? (
         <>
-          <section aria-labelledby="wallet-heading">
-            <h2 id="wallet-heading">Wallet (USD)</h2>
-            {data.wallet ? <WalletCards wallet={data.wallet} /> : <Empty>No wallet yet.</Empty>}
-          </section>
+          {/* null: this role may not read the wallet, so the section is left out. */}
+          {data.wallet === null ? null : (
+            <section aria-labelledby="wallet-heading">
+              <h2 id="wallet-heading">Wallet (USD)</h2>
+              {data.wallet ? <WalletCards wallet={data.wallet} /> : <Empty>No wallet yet.</Empty>}
+            </section>
+          )}
           {stats.length > 0 ? (
             <section aria-labelledby="stats-heading">
               <h2 id="stats-heading">At a glance</h2>
@@ -260,7 +263,7 @@ export function OverviewPage() {
         <h2 id="volume-heading">Paid volume</h2>
         <PaidVolume />
       </section>
-      {data ? (
+      {data && data.recent_activity !== null ? (
         <section aria-labelledby="activity-heading">
           <h2 id="activity-heading">Recent activity</h2>
           <ActivityTable entries={data.recent_activity ?? []} label="Recent wallet activity" />
