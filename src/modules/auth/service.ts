@@ -281,8 +281,19 @@ export async function authenticateSession(ctx: AppContext, token: string): Promi
   };
 }
 
-export async function logout(ctx: AppContext, sessionId: number): Promise<void> {
-  await store.revokeSession(ctx.db, sessionId, ctx.clock().toISOString());
+/** POST /auth/logout/: ends the current session, audited in the same transaction. */
+export async function logout(ctx: AppContext, principal: SessionPrincipal, client: Client): Promise<void> {
+  const now = ctx.clock().toISOString();
+  await ctx.db.transaction().execute(async (trx) => {
+    await store.revokeSession(trx, principal.sessionId, now);
+    await recordAudit(
+      trx,
+      principal.organizationId,
+      userActor(client, principal.user),
+      { action: 'session.logged_out', target: { type: 'session', id: principal.sessionId } },
+      now,
+    );
+  });
 }
 
 /** GET /auth/sessions/: the user's live sessions, the current one marked. */

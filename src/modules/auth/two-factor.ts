@@ -139,18 +139,26 @@ async function currentUser(ctx: AppContext, userId: number): Promise<UserRow> {
   return user;
 }
 
-/** POST /auth/2fa/setup/: a new secret (replacing one not yet turned on). */
-export async function setupTwoFactor(ctx: AppContext, userId: number, issuer: string) {
+/** POST /auth/2fa/setup/: a new secret (replacing one not yet turned on), audited like every change. */
+export async function setupTwoFactor(ctx: AppContext, userId: number, issuer: string, client: Client) {
   const user = await currentUser(ctx, userId);
   if (user.totp_enabled_at !== null) {
     throw new ValidationError('Two-factor is already on. Turn it off first to set up a new authenticator.');
   }
   const secret = newTotpSecret();
-  await ctx.db
-    .updateTable('users')
-    .set({ totp_secret: encrypt(secret, ctx.config.secretKey), totp_last_step: null })
-    .where('id', '=', user.id)
-    .execute();
+  const now = ctx.clock().toISOString();
+  await ctx.db.transaction().execute(async (trx) => {
+    // Only while two-factor is off: a setup racing an enable must not replace the secret just turned on.
+    const replaced = await trx
+      .updateTable('users')
+      .set({ totp_secret: encrypt(secret, ctx.config.secretKey), totp_last_step: null })
+      .where('id', '=', user.id)
+      .where('totp_enabled_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(replaced.numUpdatedRows) !== 1)
+      throw new ValidationError('Two-factor is already on. Turn it off first to set up a new authenticator.');
+    await recordAccountAudit(trx, user, client, 'two_factor.setup_started', now);
+  });
   return { secret, otpauth_url: totpUri(secret, user.email, issuer) };
 }
 
