@@ -2,6 +2,8 @@
 // (password change, reset by mail, the session list with revoke).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { newToken, sha256Hex } from '../src/lib/ids.ts';
+import { insertSession } from '../src/modules/auth/store.ts';
 import { LAST_OWNER } from '../src/modules/members/service.ts';
 import { addMember, latestMail, mailedToken } from './helpers/accounts.ts';
 import {
@@ -194,6 +196,59 @@ describe(`members and accounts (${DB_KIND})`, () => {
       body: { token, password: 'maybe password' },
     });
     assert.equal(late.status, 400);
+  });
+
+  test('a session a racing login left behind a removal opens nothing once the account joins another organization', async () => {
+    const first = await createTestMerchant(server, 'Old Shop');
+    const member = await addMember(server, first, 'admin');
+    const removed = await call(server, 'DELETE', `/api/organization/members/${member.id}/`, {
+      token: first.token,
+    });
+    assert.equal(removed.status, 204);
+    // A login that read the account before the removal committed inserts its session after it.
+    const strayAt = (token: string) =>
+      insertSession(server.ctx.db, {
+        tokenHash: sha256Hex(token),
+        userId: member.id,
+        organizationId: first.organizationId,
+        now: new Date(now).toISOString(),
+        expiresAt: new Date(now + 7 * 24 * HOUR).toISOString(),
+        ip: null,
+        userAgent: null,
+      });
+    const stray = newToken();
+    await strayAt(stray);
+    const me = (token: string) => call(server, 'GET', '/api/auth/me/', { token });
+    assert.equal((await me(stray)).status, 401, 'the account is removed');
+
+    const second = await createTestMerchant(server, 'New Shop');
+    const invited = await call(server, 'POST', '/api/organization/members/', {
+      token: second.token,
+      body: { email: member.email, role: 'viewer' },
+    });
+    assert.equal(invited.status, 201, invited.text);
+    const joined = await call<{ token: string; organization: { id: number } }>(
+      server,
+      'POST',
+      '/api/auth/accept-invite/',
+      { body: { token: mailedToken(server, member.email, 'accept-invite'), password: 'a new password' } },
+    );
+    assert.equal(joined.status, 200, joined.text);
+    assert.equal(joined.body.organization.id, second.organizationId, 'the same account, now in New Shop');
+    assert.equal((await me(stray)).status, 401);
+    const row = await server.ctx.db
+      .selectFrom('sessions')
+      .select('revoked_at')
+      .where('token_hash', '=', sha256Hex(stray))
+      .executeTakeFirstOrThrow();
+    assert.ok(row.revoked_at, 'accepting the invitation ended the sessions of the reused account');
+    // Even one inserted after that (a login slower still) does not open Old Shop.
+    const later = newToken();
+    await strayAt(later);
+    assert.equal((await me(later)).status, 401);
+    const own = await me(joined.body.token);
+    assert.equal(own.status, 200);
+    assert.equal((own.body.organization as { id: number }).id, second.organizationId);
   });
 
   test('changing the password needs the current one and ends every other session', async () => {

@@ -10,7 +10,7 @@ import { newToken, sha256Hex } from '../../lib/ids.ts';
 import { type Actor, type Client, recordAudit, userActor } from '../audit/record.ts';
 import { newPasswordHash } from '../auth/passwords.ts';
 import { issueSession, type LoginResult } from '../auth/service.ts';
-import { normalizeEmail } from '../auth/store.ts';
+import { normalizeEmail, revokeUserSessions } from '../auth/store.ts';
 import type { UserRow } from '../auth/table.ts';
 import type { Role } from './roles.ts';
 import type { InvitationRow } from './table.ts';
@@ -260,7 +260,8 @@ export async function removeMember(ctx: AppContext, organizationId: number, id: 
 
 /**
  * POST /auth/accept-invite/: creates the member (or brings back a removed account of that email) with the
- * password chosen, spends the invitation, and logs them in.
+ * password chosen, spends the invitation, and logs them in. A brought-back account's sessions all end
+ * (one a login inserted while the removal committed would otherwise live on).
  */
 export async function acceptInvitation(
   ctx: AppContext,
@@ -309,7 +310,15 @@ export async function acceptInvitation(
     const user = existing
       ? await trx
           .updateTable('users')
-          .set({ ...fresh, removed_at: null, totp_secret: null, totp_enabled_at: null, totp_last_step: null })
+          .set({
+            ...fresh,
+            removed_at: null,
+            totp_secret: null,
+            totp_enabled_at: null,
+            totp_last_step: null,
+            two_factor_failures: 0,
+            two_factor_failures_since: null,
+          })
           .where('id', '=', existing.id)
           .returningAll()
           .executeTakeFirstOrThrow()
@@ -318,7 +327,10 @@ export async function acceptInvitation(
           .values({ ...fresh, email: invitation.email, created_at: now })
           .returningAll()
           .executeTakeFirstOrThrow();
-    if (existing) await trx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
+    if (existing) {
+      await trx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
+      await revokeUserSessions(trx, user.id, now);
+    }
     await recordAudit(
       trx,
       invitation.organization_id,
