@@ -2,7 +2,7 @@
 // (password change, reset by mail, the session list with revoke).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { newToken, sha256Hex } from '../src/lib/ids.ts';
+import { newToken, randomBase62, sha256Hex } from '../src/lib/ids.ts';
 import { insertSession } from '../src/modules/auth/store.ts';
 import { LAST_OWNER } from '../src/modules/members/service.ts';
 import { addMember, latestMail, mailedToken } from './helpers/accounts.ts';
@@ -196,6 +196,60 @@ describe(`members and accounts (${DB_KIND})`, () => {
       body: { token, password: 'maybe password' },
     });
     assert.equal(late.status, 400);
+  });
+
+  test('removing a member revokes the invitations they sent that are still pending, and so does demoting an owner', async () => {
+    const owner = await createTestMerchant(server, 'Inviters Shop');
+    const invite = (by: { token: string }, email: string) =>
+      call<{ id: number }>(server, 'POST', '/api/organization/members/', {
+        token: by.token,
+        body: { email, role: 'owner' },
+      });
+    const pending = async () =>
+      (
+        await call<{ invitations: { email: string }[] }>(server, 'GET', '/api/organization/members/', {
+          token: owner.token,
+        })
+      ).body.invitations.map((i) => i.email);
+    const address = (name: string) => `${name}-${randomBase62(6).toLowerCase()}@team.test`;
+    const kept = address('kept');
+    assert.equal((await invite(owner, kept)).status, 201);
+
+    for (const [change, reason] of [
+      ['removed', 'inviter_removed'],
+      ['demoted', 'inviter_demoted'],
+    ] as const) {
+      const leaving = await addMember(server, owner, 'owner');
+      // The owner about to go invites a second address of theirs, as owner.
+      const comeback = address(`comeback-${change}`);
+      const invited = await invite(leaving, comeback);
+      assert.equal(invited.status, 201, invited.text);
+      const token = mailedToken(server, comeback, 'accept-invite');
+      const done =
+        change === 'removed'
+          ? await call(server, 'DELETE', `/api/organization/members/${leaving.id}/`, { token: owner.token })
+          : await call(server, 'PATCH', `/api/organization/members/${leaving.id}/`, {
+              token: owner.token,
+              body: { role: 'admin' },
+            });
+      assert.ok([200, 204].includes(done.status), done.text);
+      assert.deepEqual(
+        await pending(),
+        [kept],
+        `the ${change} owner's invitation is revoked, not the others`,
+      );
+      const back = await call(server, 'POST', '/api/auth/accept-invite/', {
+        body: { token, password: 'back door password' },
+      });
+      assert.equal(back.status, 400, back.text);
+      const log = await call<{
+        results: { actor: { email: string }; target: { id: string }; details: unknown }[];
+      }>(server, 'GET', '/api/organization/audit-log/?action=invitation.revoked', { token: owner.token });
+      const entry = log.body.results.find((e) => e.target.id === String(invited.body.id));
+      assert.ok(entry, 'the revocation is audited');
+      assert.equal(entry.actor.email, owner.email);
+      assert.deepEqual(entry.details, { email: comeback, reason });
+    }
   });
 
   test('a session a racing login left behind a removal opens nothing once the account joins another organization', async () => {
