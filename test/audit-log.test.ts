@@ -159,6 +159,12 @@ describe(`audit log (${DB_KIND})`, () => {
         body: { email: owner.email, password: owner.password },
       })
     ).body.token;
+    // A logout ends a session, like revoking it from the list.
+    const leaving = await call<{ token: string }>(server, 'POST', '/api/auth/login/', {
+      body: { email: owner.email, password: owner.password },
+    });
+    const out = await call(server, 'POST', '/api/auth/logout/', { token: leaving.body.token, headers: ua });
+    assert.equal(out.status, 204);
 
     const log = await entries();
     const actions = new Set(log.map((e) => e.action));
@@ -187,11 +193,13 @@ describe(`audit log (${DB_KIND})`, () => {
       'member.role_changed',
       'member.removed',
       'invitation.revoked',
+      'two_factor.setup_started',
       'two_factor.enabled',
       'identity.confirmed',
       'two_factor.disabled',
       'password.changed',
       'session.revoked',
+      'session.logged_out',
       'password.reset_requested',
       'password.reset',
     ]) {
@@ -223,6 +231,15 @@ describe(`audit log (${DB_KIND})`, () => {
     assert.equal(byAction('payout.completed')[0].actor.type, 'operator');
     assert.equal(byAction('payout.requested')[0].actor.email, owner.email);
     assert.equal(byAction('member.joined')[0].actor.email, member.email);
+    const [loggedOut] = byAction('session.logged_out');
+    assert.equal(loggedOut.actor.email, owner.email);
+    assert.equal(loggedOut.user_agent, 'AuditTest/1.0');
+    assert.equal(loggedOut.target?.type, 'session');
+    const [setup] = byAction('two_factor.setup_started');
+    assert.deepEqual(
+      [setup.actor.email, setup.target],
+      [owner.email, { type: 'user', id: String(setup.actor.id) }],
+    );
     // Newest first.
     const times = log.map((e) => e.at);
     assert.deepEqual([...times].sort().reverse(), times);

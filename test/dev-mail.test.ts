@@ -4,6 +4,7 @@
 // production, or an SMTP server configured) the endpoints do not exist.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { addMember, latestMail, mailedToken } from './helpers/accounts.ts';
 import {
   call,
   createTestMerchant,
@@ -100,6 +101,74 @@ describe('development mailbox', () => {
     const [newest] = (await list(merchant)).body.results;
     assert.equal(newest.to, invitee);
     assert.ok(!(await list(other)).body.results.some((mail) => mail.to === invitee));
+  });
+
+  const invite = (who: Merchant, email: string) =>
+    call<{ id: number }>(server, 'POST', '/api/organization/members/', {
+      token: who.token,
+      body: { email, role: 'viewer' },
+    });
+  const mailTo = async (who: Merchant, email: string) =>
+    (await list(who)).body.results.filter((mail) => mail.to === email).map((mail) => mail.subject);
+
+  test("an address the organization no longer has (a lapsed invitation, a removed member) is not read there: another organization's password-reset mail to it stays in that one's mailbox", async () => {
+    const lapsed = await createTestMerchant(server, 'Lapsed Shop');
+    const joined = await createTestMerchant(server, 'Joined Shop');
+    const email = `joiner-${Date.now()}@mail-shop.test`;
+    const first = await invite(lapsed, email);
+    assert.equal(first.status, 201, first.text);
+    const revoked = await call(server, 'DELETE', `/api/organization/invitations/${first.body.id}/`, {
+      token: lapsed.token,
+    });
+    assert.equal(revoked.status, 204);
+    assert.equal((await invite(joined, email)).status, 201);
+    const accepted = await call(server, 'POST', '/api/auth/accept-invite/', {
+      body: { token: mailedToken(server, email, 'accept-invite'), password: 'joiner password' },
+    });
+    assert.equal(accepted.status, 200, accepted.text);
+    await call(server, 'POST', '/api/auth/password-reset/', { body: { email } });
+    for (let i = 0; i < 100 && !latestMail(server, email)?.includes('reset-password#token='); i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(await mailTo(lapsed, email), [], 'no mail to the address that joined elsewhere');
+    const own = (await list(joined)).body.results.find((mail) => mail.to === email);
+    assert.equal(own?.subject, 'Reset your Kassa password');
+    const read = await call(server, 'GET', `/api/dev/mail/${own?.id}/`, { token: lapsed.token });
+    assert.equal(read.status, 404);
+
+    const member = await addMember(server, lapsed, 'support');
+    assert.ok((await mailTo(lapsed, member.email)).length > 0, "a member's mail is read");
+    await call(server, 'DELETE', `/api/organization/members/${member.id}/`, { token: lapsed.token });
+    await server.ctx.mailer.send({ to: member.email, subject: 'After removal', text: 'Hello.\n' });
+    assert.deepEqual(await mailTo(lapsed, member.email), [], 'nor the mail of a removed member');
+  });
+
+  test("two organizations inviting one address each read only their own invitation; accepting one revokes the other's", async () => {
+    const first = await createTestMerchant(server, 'First Inviter');
+    const second = await createTestMerchant(server, 'Second Inviter');
+    const email = `wanted-${Date.now()}@mail-shop.test`;
+    assert.equal((await invite(first, email)).status, 201);
+    assert.equal((await invite(second, email)).status, 201);
+    assert.deepEqual(await mailTo(first, email), ['You are invited to First Inviter on Kassa']);
+    assert.deepEqual(await mailTo(second, email), ['You are invited to Second Inviter on Kassa']);
+    const accepted = await call(server, 'POST', '/api/auth/accept-invite/', {
+      body: { token: mailedToken(server, email, 'accept-invite'), password: 'wanted password' },
+    });
+    assert.equal(accepted.status, 200, accepted.text);
+    const team = await call<{ invitations: unknown[] }>(server, 'GET', '/api/organization/members/', {
+      token: first.token,
+    });
+    assert.deepEqual(team.body.invitations, [], "the first organization's invitation is revoked");
+    assert.deepEqual(await mailTo(first, email), []);
+    const log = await call<{ results: { actor: { type: string }; details: unknown }[] }>(
+      server,
+      'GET',
+      '/api/organization/audit-log/?action=invitation.revoked',
+      { token: first.token },
+    );
+    assert.deepEqual(
+      log.body.results.map((entry) => [entry.actor.type, entry.details]),
+      [['system', { email, reason: 'accepted_elsewhere' }]],
+    );
   });
 });
 

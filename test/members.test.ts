@@ -2,6 +2,8 @@
 // (password change, reset by mail, the session list with revoke).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { newToken, randomBase62, sha256Hex } from '../src/lib/ids.ts';
+import { insertSession } from '../src/modules/auth/store.ts';
 import { LAST_OWNER } from '../src/modules/members/service.ts';
 import { addMember, latestMail, mailedToken } from './helpers/accounts.ts';
 import {
@@ -194,6 +196,113 @@ describe(`members and accounts (${DB_KIND})`, () => {
       body: { token, password: 'maybe password' },
     });
     assert.equal(late.status, 400);
+  });
+
+  test('removing a member revokes the invitations they sent that are still pending, and so does demoting an owner', async () => {
+    const owner = await createTestMerchant(server, 'Inviters Shop');
+    const invite = (by: { token: string }, email: string) =>
+      call<{ id: number }>(server, 'POST', '/api/organization/members/', {
+        token: by.token,
+        body: { email, role: 'owner' },
+      });
+    const pending = async () =>
+      (
+        await call<{ invitations: { email: string }[] }>(server, 'GET', '/api/organization/members/', {
+          token: owner.token,
+        })
+      ).body.invitations.map((i) => i.email);
+    const address = (name: string) => `${name}-${randomBase62(6).toLowerCase()}@team.test`;
+    const kept = address('kept');
+    assert.equal((await invite(owner, kept)).status, 201);
+
+    for (const [change, reason] of [
+      ['removed', 'inviter_removed'],
+      ['demoted', 'inviter_demoted'],
+    ] as const) {
+      const leaving = await addMember(server, owner, 'owner');
+      // The owner about to go invites a second address of theirs, as owner.
+      const comeback = address(`comeback-${change}`);
+      const invited = await invite(leaving, comeback);
+      assert.equal(invited.status, 201, invited.text);
+      const token = mailedToken(server, comeback, 'accept-invite');
+      const done =
+        change === 'removed'
+          ? await call(server, 'DELETE', `/api/organization/members/${leaving.id}/`, { token: owner.token })
+          : await call(server, 'PATCH', `/api/organization/members/${leaving.id}/`, {
+              token: owner.token,
+              body: { role: 'admin' },
+            });
+      assert.ok([200, 204].includes(done.status), done.text);
+      assert.deepEqual(
+        await pending(),
+        [kept],
+        `the ${change} owner's invitation is revoked, not the others`,
+      );
+      const back = await call(server, 'POST', '/api/auth/accept-invite/', {
+        body: { token, password: 'back door password' },
+      });
+      assert.equal(back.status, 400, back.text);
+      const log = await call<{
+        results: { actor: { email: string }; target: { id: string }; details: unknown }[];
+      }>(server, 'GET', '/api/organization/audit-log/?action=invitation.revoked', { token: owner.token });
+      const entry = log.body.results.find((e) => e.target.id === String(invited.body.id));
+      assert.ok(entry, 'the revocation is audited');
+      assert.equal(entry.actor.email, owner.email);
+      assert.deepEqual(entry.details, { email: comeback, reason });
+    }
+  });
+
+  test('a session a racing login left behind a removal opens nothing once the account joins another organization', async () => {
+    const first = await createTestMerchant(server, 'Old Shop');
+    const member = await addMember(server, first, 'admin');
+    const removed = await call(server, 'DELETE', `/api/organization/members/${member.id}/`, {
+      token: first.token,
+    });
+    assert.equal(removed.status, 204);
+    // A login that read the account before the removal committed inserts its session after it.
+    const strayAt = (token: string) =>
+      insertSession(server.ctx.db, {
+        tokenHash: sha256Hex(token),
+        userId: member.id,
+        organizationId: first.organizationId,
+        now: new Date(now).toISOString(),
+        expiresAt: new Date(now + 7 * 24 * HOUR).toISOString(),
+        ip: null,
+        userAgent: null,
+      });
+    const stray = newToken();
+    await strayAt(stray);
+    const me = (token: string) => call(server, 'GET', '/api/auth/me/', { token });
+    assert.equal((await me(stray)).status, 401, 'the account is removed');
+
+    const second = await createTestMerchant(server, 'New Shop');
+    const invited = await call(server, 'POST', '/api/organization/members/', {
+      token: second.token,
+      body: { email: member.email, role: 'viewer' },
+    });
+    assert.equal(invited.status, 201, invited.text);
+    const joined = await call<{ token: string; organization: { id: number } }>(
+      server,
+      'POST',
+      '/api/auth/accept-invite/',
+      { body: { token: mailedToken(server, member.email, 'accept-invite'), password: 'a new password' } },
+    );
+    assert.equal(joined.status, 200, joined.text);
+    assert.equal(joined.body.organization.id, second.organizationId, 'the same account, now in New Shop');
+    assert.equal((await me(stray)).status, 401);
+    const row = await server.ctx.db
+      .selectFrom('sessions')
+      .select('revoked_at')
+      .where('token_hash', '=', sha256Hex(stray))
+      .executeTakeFirstOrThrow();
+    assert.ok(row.revoked_at, 'accepting the invitation ended the sessions of the reused account');
+    // Even one inserted after that (a login slower still) does not open Old Shop.
+    const later = newToken();
+    await strayAt(later);
+    assert.equal((await me(later)).status, 401);
+    const own = await me(joined.body.token);
+    assert.equal(own.status, 200);
+    assert.equal((own.body.organization as { id: number }).id, second.organizationId);
   });
 
   test('changing the password needs the current one and ends every other session', async () => {

@@ -148,6 +148,146 @@ describe(`two-factor (${DB_KIND})`, () => {
     assert.equal((await secondStep(b.body.challenge, owner.recoveryCodes[1])).status, 200);
   });
 
+  /** A six-digit code the user's authenticator does not show now (nor a step either side). */
+  function wrongCode(secret: string): string {
+    const valid = new Set([-1, 0, 1].map((k) => totpCode(secret, new Date(now + k * 30_000))));
+    for (let n = 100_000; ; n++) if (!valid.has(String(n))) return String(n);
+  }
+
+  const CHALLENGE_SPENT = 'Invalid two-factor code. After 5 wrong codes this login is spent: log in again.';
+  const CHALLENGE_INVALID = 'This login challenge is invalid or has expired. Log in again.';
+
+  async function failedCodes(email: string): Promise<number> {
+    const rows = await server.ctx.db
+      .selectFrom('audit_log')
+      .select('details')
+      .where('action', '=', 'login.failed')
+      .where('actor_email', '=', email)
+      .execute();
+    return rows.filter((row) => JSON.parse(row.details).reason === 'two_factor_code').length;
+  }
+
+  test('a login challenge takes five wrong codes, then it is spent: even the right code needs the password again', async () => {
+    const owner = await withTwoFactor('Guess Shop');
+    const first = await login(owner.email, owner.password);
+    for (let i = 1; i <= 4; i++) {
+      const wrong = await secondStep(first.body.challenge, wrongCode(owner.secret));
+      assert.equal(wrong.status, 401);
+      assert.deepEqual(wrong.body, { detail: 'Invalid two-factor code.' }, `wrong code ${i}`);
+    }
+    const fifth = await secondStep(first.body.challenge, wrongCode(owner.secret));
+    assert.equal(fifth.status, 401);
+    assert.deepEqual(fifth.body, { detail: CHALLENGE_SPENT });
+    const right = await secondStep(first.body.challenge, totpCode(owner.secret, new Date(now)));
+    assert.equal(right.status, 401);
+    assert.deepEqual(right.body, { detail: CHALLENGE_INVALID });
+    const row = await server.ctx.db
+      .selectFrom('login_challenges')
+      .select(['attempts', 'used_at'])
+      .where('token_hash', '=', sha256Hex(String(first.body.challenge)))
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(
+      { attempts: Number(row.attempts), used_at: row.used_at },
+      { attempts: 5, used_at: null },
+    );
+    // The code was not spent by the refused try: a new login takes it.
+    const again = await login(owner.email, owner.password);
+    const session = await secondStep(again.body.challenge, totpCode(owner.secret, new Date(now)));
+    assert.equal(session.status, 200, session.text);
+  });
+
+  test("a challenge's tries are counted in the database: parallel guesses through two processes get five evaluated", async () => {
+    const owner = await withTwoFactor('Parallel Guess Shop');
+    const twin = await startTestServer({ shareWith: server, worker: false, clock: () => new Date(now) });
+    try {
+      const { challenge } = (await login(owner.email, owner.password)).body;
+      const guesses = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          call(i % 2 ? twin : server, 'POST', '/api/auth/login/2fa/', {
+            body: { challenge, code: wrongCode(owner.secret) },
+          }),
+        ),
+      );
+      for (const guess of guesses) assert.equal(guess.status, 401, guess.text);
+      const details = guesses.map((guess) => guess.body.detail);
+      assert.equal(details.filter((d) => d === 'Invalid two-factor code.').length, 4, details.join('\n'));
+      assert.equal(details.filter((d) => d === CHALLENGE_SPENT).length, 1, details.join('\n'));
+      assert.equal(await failedCodes(owner.email), 5, 'five codes evaluated, each audited');
+      const right = await call(twin, 'POST', '/api/auth/login/2fa/', {
+        body: { challenge, code: totpCode(owner.secret, new Date(now)) },
+      });
+      assert.deepEqual(right.body, { detail: CHALLENGE_INVALID });
+    } finally {
+      await twin.close();
+    }
+  });
+
+  test('recovery codes take the same path: wrong ones spend the challenge, and a right one after that is refused without being used up', async () => {
+    const owner = await withTwoFactor('Recovery Guess Shop');
+    const { challenge } = (await login(owner.email, owner.password)).body;
+    for (let i = 0; i < 5; i++) {
+      const wrong = await secondStep(challenge, `wrong-${i}abcd`);
+      assert.equal(wrong.status, 401);
+    }
+    const [code] = owner.recoveryCodes;
+    const refused = await secondStep(challenge, code);
+    assert.deepEqual(refused.body, { detail: CHALLENGE_INVALID });
+    const again = await login(owner.email, owner.password);
+    const used = await secondStep(again.body.challenge, code);
+    assert.equal(used.status, 200, 'the recovery code was still unused');
+  });
+
+  test('wrong codes are limited per account, whatever the process, the address or the challenge: past ten in 15 minutes the right one is a 429 too', async () => {
+    const owner = await withTwoFactor('Account Limit Shop');
+    const twin = await startTestServer({ shareWith: server, worker: false, clock: () => new Date(now) });
+    try {
+      // Five wrong codes on a challenge from each process: each process's own (account, address) count
+      // stays under 10, and each challenge is spent.
+      for (const proc of [server, twin]) {
+        const { body } = await call(proc, 'POST', '/api/auth/login/', {
+          body: { email: owner.email, password: owner.password },
+        });
+        for (let i = 0; i < 5; i++) {
+          const wrong = await call(proc, 'POST', '/api/auth/login/2fa/', {
+            body: { challenge: body.challenge, code: wrongCode(owner.secret) },
+          });
+          assert.equal(wrong.status, 401, wrong.text);
+        }
+      }
+      const third = await login(owner.email, owner.password);
+      assert.equal(third.status, 200, 'the password step still answers with a challenge');
+      step();
+      const limited = await secondStep(third.body.challenge, totpCode(owner.secret, new Date(now)));
+      assert.equal(limited.status, 429, limited.text);
+      assert.deepEqual(limited.body, { detail: 'Too many failed login attempts. Try again later.' });
+      assert.ok(Number(limited.headers.get('retry-after')) > 0);
+      assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+      // Identity confirmation with a code counts against the same account.
+      const confirm = await call(twin, 'POST', '/api/auth/confirm/', {
+        token: owner.token,
+        body: { code: totpCode(owner.secret, new Date(now)) },
+      });
+      assert.equal(confirm.status, 429, confirm.text);
+      // The refused try was not counted against the challenge; the window ends 15 minutes after it began.
+      now += 15 * 60_000;
+      const later = await login(owner.email, owner.password);
+      const session = await secondStep(later.body.challenge, totpCode(owner.secret, new Date(now)));
+      assert.equal(session.status, 200, session.text);
+    } finally {
+      await twin.close();
+    }
+  });
+
+  test('a right code does not count against the account: ten logins with a code in a row all succeed', async () => {
+    const owner = await withTwoFactor('Right Code Shop');
+    for (let i = 0; i < 11; i++) {
+      step();
+      const { body } = await login(owner.email, owner.password);
+      const session = await secondStep(body.challenge, totpCode(owner.secret, new Date(now)));
+      assert.equal(session.status, 200, `login ${i + 1}: ${session.text}`);
+    }
+  });
+
   test('disabling needs a valid code; afterwards the password alone logs in', async () => {
     const owner = await withTwoFactor('Disable Shop');
     const wrong = await call(server, 'POST', '/api/auth/2fa/disable/', {

@@ -19,6 +19,7 @@ import { webhookWriteOnce } from './015-webhook-write-once.ts';
 import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
 import { moneyInvariants } from './018-money-invariants.ts';
+import { secondFactorTries } from './019-second-factor-tries.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -40,5 +41,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '016_event_claim_indexes': eventClaimIndexes(),
     '017_event_notify_trigger': eventNotifyTrigger(kind),
     '018_money_invariants': moneyInvariants(kind),
+    '019_second_factor_tries': secondFactorTries(),
   };
 }

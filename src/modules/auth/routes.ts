@@ -90,7 +90,7 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     '/auth/logout/',
     { preHandler: requireSession, schema: { response: { 204: NoContent } } },
     async (request, reply) => {
-      await logout(ctx, sessionOf(request).sessionId);
+      await logout(ctx, sessionOf(request), clientOf(request));
       clearSessionCookie(ctx, reply);
       return reply.code(204).send();
     },
@@ -183,7 +183,12 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     { preValidation: requireSession, schema: { response: { 200: TwoFactorSetup } } },
     async (request) => {
       const principal = sessionOf(request);
-      return setupTwoFactor(ctx, principal.userId, `Kassa (${principal.organization.name})`);
+      return setupTwoFactor(
+        ctx,
+        principal.userId,
+        `Kassa (${principal.organization.name})`,
+        clientOf(request),
+      );
     },
   );
 

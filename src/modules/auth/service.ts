@@ -8,14 +8,16 @@ import { newToken, sha256Hex } from '../../lib/ids.ts';
 import { type Client, recordAccountAudit, recordAudit, userActor } from '../audit/record.ts';
 import type { Role } from '../members/roles.ts';
 import { passwordMatches } from './passwords.ts';
+import { CHALLENGE_TRIES, claimChallengeTry } from './second-factor-tries.ts';
 import * as store from './store.ts';
 import type { UserRow } from './table.ts';
-import { spendSecondFactor } from './two-factor.ts';
+import { checkSecondFactor } from './two-factor.ts';
 
 export const IDLE_TIMEOUT_MS = 12 * 3600 * 1000;
 export const ABSOLUTE_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 const TOUCH_INTERVAL_MS = 60 * 1000;
 const CHALLENGE_TTL_MS = 5 * 60 * 1000;
+const CHALLENGE_INVALID = 'This login challenge is invalid or has expired. Log in again.';
 
 export interface SessionPrincipal {
   kind: 'session';
@@ -66,11 +68,17 @@ export function sessionBody(principal: SessionPrincipal): SessionBody {
   };
 }
 
-async function loginFailed(ctx: AppContext, user: UserRow, client: Client, reason: string) {
+async function loginFailed(
+  ctx: AppContext,
+  user: UserRow,
+  client: Client,
+  reason: string,
+  details: Record<string, unknown> = {},
+) {
   const now = ctx.clock().toISOString();
   await ctx.db
     .transaction()
-    .execute((trx) => recordAccountAudit(trx, user, client, 'login.failed', now, { reason }));
+    .execute((trx) => recordAccountAudit(trx, user, client, 'login.failed', now, { reason, ...details }));
 }
 
 /** Issues a session for a user who proved who they are, with its audit entry, in one transaction. */
@@ -163,14 +171,18 @@ export async function challengedUser(ctx: AppContext, challenge: string): Promis
     .where('token_hash', '=', sha256Hex(challenge))
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
+    .where('attempts', '<', CHALLENGE_TRIES)
     .executeTakeFirst();
   const user = row && (await store.findUserById(ctx.db, row.user_id));
-  if (!user || user.totp_enabled_at === null)
-    throw new UnauthorizedError('This login challenge is invalid or has expired. Log in again.');
+  if (!user || user.totp_enabled_at === null) throw new UnauthorizedError(CHALLENGE_INVALID);
   return user;
 }
 
-/** The second step: a TOTP code (each step accepted once) or an unused recovery code. */
+/**
+ * The second step: a TOTP code (each step accepted once) or an unused recovery code. A challenge takes
+ * CHALLENGE_TRIES codes, counted in the database before each is checked; after that many wrong ones
+ * it is spent and the password is needed again.
+ */
 export async function secondStep(
   ctx: AppContext,
   user: UserRow,
@@ -178,25 +190,37 @@ export async function secondStep(
   code: string,
   client: Client,
 ): Promise<LoginResult | null> {
-  const result = await ctx.db.transaction().execute(async (trx) => {
-    const now = ctx.clock().toISOString();
-    const method = await spendSecondFactor(trx, ctx, user, code, client);
-    if (!method) return null;
-    const consumed = await trx
-      .updateTable('login_challenges')
-      .set({ used_at: now })
-      .where('token_hash', '=', sha256Hex(challenge))
-      .where('used_at', 'is', null)
-      .executeTakeFirst();
-    if (Number(consumed.numUpdatedRows) !== 1)
-      throw new UnauthorizedError('This login challenge is invalid or has expired. Log in again.');
-    return issueSession(trx, ctx, user, client, {
-      action: 'login.succeeded',
-      details: { two_factor: true, method },
-    });
+  const challengeHash = sha256Hex(challenge);
+  const now = ctx.clock().toISOString();
+  let tries = 0;
+  const result = await checkSecondFactor(ctx, user, code, client, {
+    claim: async (trx) => {
+      const counted = await claimChallengeTry(trx, user.id, challengeHash, now);
+      if (counted === null) throw new UnauthorizedError(CHALLENGE_INVALID);
+      tries = counted;
+    },
+    accepted: async (trx, method) => {
+      const consumed = await trx
+        .updateTable('login_challenges')
+        .set({ used_at: now })
+        .where('token_hash', '=', challengeHash)
+        .where('used_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(consumed.numUpdatedRows) !== 1) throw new UnauthorizedError(CHALLENGE_INVALID);
+      return issueSession(trx, ctx, user, client, {
+        action: 'login.succeeded',
+        details: { two_factor: true, method },
+      });
+    },
   });
-  if (!result) await loginFailed(ctx, user, client, 'two_factor_code');
-  return result;
+  if (result) return result;
+  const spent = tries >= CHALLENGE_TRIES;
+  await loginFailed(ctx, user, client, 'two_factor_code', spent ? { challenge_spent: true } : {});
+  if (spent)
+    throw new UnauthorizedError(
+      `Invalid two-factor code. After ${CHALLENGE_TRIES} wrong codes this login is spent: log in again.`,
+    );
+  return null;
 }
 
 /** POST /auth/confirm/: the password, or a second-factor code, makes the session recent again. */
@@ -219,13 +243,14 @@ export async function confirmIdentity(
   }
   if (user.totp_enabled_at === null)
     throw new ForbiddenError('Two-factor is not on for your account; confirm with your password.');
-  return ctx.db.transaction().execute(async (trx) => {
-    const method = await spendSecondFactor(trx, ctx, user, proof.code ?? '', client);
-    if (!method) return false;
-    await store.markAuthenticated(trx, principal.sessionId, now);
-    await recordAccountAudit(trx, user, client, 'identity.confirmed', now, { method });
-    return true;
+  const confirmed = await checkSecondFactor(ctx, user, proof.code ?? '', client, {
+    accepted: async (trx, method) => {
+      await store.markAuthenticated(trx, principal.sessionId, now);
+      await recordAccountAudit(trx, user, client, 'identity.confirmed', now, { method });
+      return true;
+    },
   });
+  return confirmed ?? false;
 }
 
 export async function authenticateSession(ctx: AppContext, token: string): Promise<SessionPrincipal | null> {
@@ -256,8 +281,19 @@ export async function authenticateSession(ctx: AppContext, token: string): Promi
   };
 }
 
-export async function logout(ctx: AppContext, sessionId: number): Promise<void> {
-  await store.revokeSession(ctx.db, sessionId, ctx.clock().toISOString());
+/** POST /auth/logout/: ends the current session, audited in the same transaction. */
+export async function logout(ctx: AppContext, principal: SessionPrincipal, client: Client): Promise<void> {
+  const now = ctx.clock().toISOString();
+  await ctx.db.transaction().execute(async (trx) => {
+    await store.revokeSession(trx, principal.sessionId, now);
+    await recordAudit(
+      trx,
+      principal.organizationId,
+      userActor(client, principal.user),
+      { action: 'session.logged_out', target: { type: 'session', id: principal.sessionId } },
+      now,
+    );
+  });
 }
 
 /** GET /auth/sessions/: the user's live sessions, the current one marked. */

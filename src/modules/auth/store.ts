@@ -59,10 +59,19 @@ export function insertSession(db: Executor, values: NewSession) {
     .execute();
 }
 
+/**
+ * A session with its user and organization. The session's organization must still be its user's: a
+ * session a login inserted while a removal committed (so the removal did not revoke it) must not open
+ * the old organization once the account has joined another one (acceptInvitation reuses the row).
+ */
 export function findSessionByHash(db: Executor, tokenHash: string) {
   return db
     .selectFrom('sessions')
-    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .innerJoin('users', (join) =>
+      join
+        .onRef('users.id', '=', 'sessions.user_id')
+        .onRef('users.organization_id', '=', 'sessions.organization_id'),
+    )
     .innerJoin('organizations', 'organizations.id', 'sessions.organization_id')
     .select([
       'sessions.id as session_id',

@@ -14,6 +14,9 @@ export interface UsersTable {
   totp_enabled_at: string | null;
   totp_last_step: number | null;
   last_login_at: string | null;
+  /** Wrong second-factor codes in the window that began at two_factor_failures_since. */
+  two_factor_failures: Generated<number>;
+  two_factor_failures_since: string | null;
 }
 
 export interface SessionsTable {
@@ -45,6 +48,8 @@ export interface LoginChallengesTable {
   created_at: string;
   expires_at: string;
   used_at: string | null;
+  /** Codes tried against this challenge (counted before each is checked). */
+  attempts: Generated<number>;
 }
 
 export interface PasswordResetsTable {

@@ -2,6 +2,8 @@
 // with a first code; ten single-use recovery codes (only their SHA-256 stored: 50 random bits each);
 // and the check of a second factor, where a TOTP step is accepted once per user (replay refused) and a
 // recovery code is spent by the same UPDATE that finds it, so two parallel uses cannot both succeed.
+// Every check of a second factor (login, identity confirmation, turning it off) counts its try in the
+// database first (second-factor-tries.ts).
 import { randomInt } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
@@ -9,6 +11,7 @@ import { ValidationError } from '../../http/errors.ts';
 import { decrypt, encrypt } from '../../lib/crypto.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { type Client, recordAccountAudit } from '../audit/record.ts';
+import { claimAccountTry, giveBackAccountTry } from './second-factor-tries.ts';
 import * as store from './store.ts';
 import type { UserRow } from './table.ts';
 import { matchTotp, newTotpSecret, totpUri } from './totp.ts';
@@ -64,7 +67,7 @@ async function spendTotpCode(trx: Executor, ctx: AppContext, user: UserRow, code
  * Checks a second factor of a user who has two-factor on: a six-digit TOTP code, or a recovery code
  * (spent, with an audit entry). Returns how it was proved, or null.
  */
-export async function spendSecondFactor(
+async function spendSecondFactor(
   trx: Executor,
   ctx: AppContext,
   user: UserRow,
@@ -94,24 +97,68 @@ export async function spendSecondFactor(
   return 'recovery_code';
 }
 
+class WrongCode extends Error {}
+
+/**
+ * A second factor, counted: the try is counted against the account (and by `claim`, against anything
+ * else that limits it, in the same transaction) and committed before the code is checked; over the
+ * limit is a 429. A right code runs `accepted` in the transaction that spends it and gives the try
+ * back; a wrong one changes nothing else and returns null.
+ */
+export async function checkSecondFactor<T>(
+  ctx: AppContext,
+  user: UserRow,
+  code: string,
+  client: Client,
+  steps: {
+    claim?: (trx: Executor) => Promise<void>;
+    accepted: (trx: Executor, method: SecondFactorMethod) => Promise<T>;
+  },
+): Promise<T | null> {
+  // The account's row first in both transactions, then the challenge's: one lock order, no deadlock.
+  await ctx.db.transaction().execute(async (trx) => {
+    await claimAccountTry(trx, ctx, user.id);
+    await steps.claim?.(trx);
+  });
+  try {
+    return await ctx.db.transaction().execute(async (trx) => {
+      await giveBackAccountTry(trx, user.id);
+      const method = await spendSecondFactor(trx, ctx, user, code, client);
+      if (!method) throw new WrongCode();
+      return steps.accepted(trx, method);
+    });
+  } catch (error) {
+    if (error instanceof WrongCode) return null;
+    throw error;
+  }
+}
+
 async function currentUser(ctx: AppContext, userId: number): Promise<UserRow> {
   const user = await store.findUserById(ctx.db, userId);
   if (!user) throw new ValidationError('This account no longer exists.');
   return user;
 }
 
-/** POST /auth/2fa/setup/: a new secret (replacing one not yet turned on). */
-export async function setupTwoFactor(ctx: AppContext, userId: number, issuer: string) {
+/** POST /auth/2fa/setup/: a new secret (replacing one not yet turned on), audited like every change. */
+export async function setupTwoFactor(ctx: AppContext, userId: number, issuer: string, client: Client) {
   const user = await currentUser(ctx, userId);
   if (user.totp_enabled_at !== null) {
     throw new ValidationError('Two-factor is already on. Turn it off first to set up a new authenticator.');
   }
   const secret = newTotpSecret();
-  await ctx.db
-    .updateTable('users')
-    .set({ totp_secret: encrypt(secret, ctx.config.secretKey), totp_last_step: null })
-    .where('id', '=', user.id)
-    .execute();
+  const now = ctx.clock().toISOString();
+  await ctx.db.transaction().execute(async (trx) => {
+    // Only while two-factor is off: a setup racing an enable must not replace the secret just turned on.
+    const replaced = await trx
+      .updateTable('users')
+      .set({ totp_secret: encrypt(secret, ctx.config.secretKey), totp_last_step: null })
+      .where('id', '=', user.id)
+      .where('totp_enabled_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(replaced.numUpdatedRows) !== 1)
+      throw new ValidationError('Two-factor is already on. Turn it off first to set up a new authenticator.');
+    await recordAccountAudit(trx, user, client, 'two_factor.setup_started', now);
+  });
   return { secret, otpauth_url: totpUri(secret, user.email, issuer) };
 }
 
@@ -144,16 +191,17 @@ export async function disableTwoFactor(ctx: AppContext, userId: number, code: st
     );
   }
   const now = ctx.clock().toISOString();
-  const done = await ctx.db.transaction().execute(async (trx) => {
-    if (!(await spendSecondFactor(trx, ctx, user, code, client))) return false;
-    await trx
-      .updateTable('users')
-      .set({ totp_enabled_at: null, totp_secret: null, totp_last_step: null })
-      .where('id', '=', user.id)
-      .execute();
-    await trx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
-    await recordAccountAudit(trx, user, client, 'two_factor.disabled', now);
-    return true;
+  const done = await checkSecondFactor(ctx, user, code, client, {
+    accepted: async (trx) => {
+      await trx
+        .updateTable('users')
+        .set({ totp_enabled_at: null, totp_secret: null, totp_last_step: null })
+        .where('id', '=', user.id)
+        .execute();
+      await trx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
+      await recordAccountAudit(trx, user, client, 'two_factor.disabled', now);
+      return true;
+    },
   });
   if (!done) throw new ValidationError('code: is not valid.');
 }

@@ -2,17 +2,19 @@
 // role changes and removal under the last-owner rule, acceptance of an invitation, and the owner's
 // "require two-factor for every member". Changes to members of one organization are serialised on its
 // row (FOR UPDATE on PostgreSQL; SQLite has one writer), so two demotions cannot leave it without owner.
+// An invitation outlives neither its sender's power to invite (a removed or demoted owner's pending
+// invitations are revoked with the change) nor its address's choice (accepting one revokes the others).
 import type { AppContext } from '../../context.ts';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
 import { newToken, sha256Hex } from '../../lib/ids.ts';
-import { type Actor, type Client, recordAudit, userActor } from '../audit/record.ts';
+import { type Actor, type Client, recordAudit, SYSTEM, userActor } from '../audit/record.ts';
 import { newPasswordHash } from '../auth/passwords.ts';
 import { issueSession, type LoginResult } from '../auth/service.ts';
-import { normalizeEmail } from '../auth/store.ts';
+import { normalizeEmail, revokeUserSessions } from '../auth/store.ts';
 import type { UserRow } from '../auth/table.ts';
-import type { Role } from './roles.ts';
+import { type Role, roleAllows } from './roles.ts';
 import type { InvitationRow } from './table.ts';
 
 const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
@@ -170,6 +172,43 @@ export async function revokeInvitation(ctx: AppContext, organizationId: number, 
   });
 }
 
+/**
+ * Revokes the pending invitations that `scope` selects, each with its `invitation.revoked` entry in its
+ * organization's log, in the caller's transaction.
+ */
+async function revokePendingInvitations(
+  trx: Executor,
+  scope: { organizationId?: number; invitedBy?: number; email?: string; exceptId?: number },
+  actor: Actor,
+  reason: string,
+  now: string,
+) {
+  let query = trx
+    .updateTable('invitations')
+    .set({ revoked_at: now })
+    .where('accepted_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now);
+  if (scope.organizationId !== undefined) query = query.where('organization_id', '=', scope.organizationId);
+  if (scope.invitedBy !== undefined) query = query.where('invited_by', '=', scope.invitedBy);
+  if (scope.email !== undefined) query = query.where('email', '=', scope.email);
+  if (scope.exceptId !== undefined) query = query.where('id', '<>', scope.exceptId);
+  const revoked = await query.returning(['id', 'organization_id', 'email']).execute();
+  for (const invitation of revoked) {
+    await recordAudit(
+      trx,
+      invitation.organization_id,
+      actor,
+      {
+        action: 'invitation.revoked',
+        target: { type: 'invitation', id: invitation.id },
+        details: { email: invitation.email, reason },
+      },
+      now,
+    );
+  }
+}
+
 async function ownerCount(trx: Executor, organizationId: number): Promise<number> {
   const row = await trx
     .selectFrom('users')
@@ -214,6 +253,11 @@ export async function changeRole(
       .where('id', '=', id)
       .returningAll()
       .executeTakeFirstOrThrow();
+    // An owner demoted below inviting must not come back through an invitation sent just before.
+    if (roleAllows(member.role, 'members:write') && !roleAllows(role, 'members:write')) {
+      const scope = { organizationId, invitedBy: id };
+      await revokePendingInvitations(trx, scope, actor, 'inviter_demoted', now);
+    }
     await recordAudit(
       trx,
       organizationId,
@@ -229,7 +273,11 @@ export async function changeRole(
   });
 }
 
-/** DELETE /organization/members/{id}/: the member's sessions end at once. */
+/**
+ * DELETE /organization/members/{id}/: the member's sessions end at once, and the invitations they sent
+ * that are still pending are revoked (an owner about to be removed could otherwise invite a second
+ * address of theirs and come back).
+ */
 export async function removeMember(ctx: AppContext, organizationId: number, id: number, actor: Actor) {
   const now = ctx.clock().toISOString();
   await ctx.db.transaction().execute(async (trx) => {
@@ -244,6 +292,7 @@ export async function removeMember(ctx: AppContext, organizationId: number, id: 
       .where('user_id', '=', id)
       .where('revoked_at', 'is', null)
       .execute();
+    await revokePendingInvitations(trx, { organizationId, invitedBy: id }, actor, 'inviter_removed', now);
     await recordAudit(
       trx,
       organizationId,
@@ -260,7 +309,10 @@ export async function removeMember(ctx: AppContext, organizationId: number, id: 
 
 /**
  * POST /auth/accept-invite/: creates the member (or brings back a removed account of that email) with the
- * password chosen, spends the invitation, and logs them in.
+ * password chosen, spends the invitation, and logs them in. A brought-back account's sessions all end
+ * (one a login inserted while the removal committed would otherwise live on), and the address's pending
+ * invitations from other organizations are revoked: it now has an account, which they could not be
+ * accepted for, and they would let those organizations read its mail in the development mailbox.
  */
 export async function acceptInvitation(
   ctx: AppContext,
@@ -309,7 +361,15 @@ export async function acceptInvitation(
     const user = existing
       ? await trx
           .updateTable('users')
-          .set({ ...fresh, removed_at: null, totp_secret: null, totp_enabled_at: null, totp_last_step: null })
+          .set({
+            ...fresh,
+            removed_at: null,
+            totp_secret: null,
+            totp_enabled_at: null,
+            totp_last_step: null,
+            two_factor_failures: 0,
+            two_factor_failures_since: null,
+          })
           .where('id', '=', existing.id)
           .returningAll()
           .executeTakeFirstOrThrow()
@@ -318,7 +378,17 @@ export async function acceptInvitation(
           .values({ ...fresh, email: invitation.email, created_at: now })
           .returningAll()
           .executeTakeFirstOrThrow();
-    if (existing) await trx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
+    if (existing) {
+      await trx.deleteFrom('recovery_codes').where('user_id', '=', user.id).execute();
+      await revokeUserSessions(trx, user.id, now);
+    }
+    await revokePendingInvitations(
+      trx,
+      { email: invitation.email, exceptId: invitation.id },
+      SYSTEM,
+      'accepted_elsewhere',
+      now,
+    );
     await recordAudit(
       trx,
       invitation.organization_id,
