@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { pruneIdempotencyKeys, RETENTION_MS } from '../src/modules/idempotency/service.ts';
 import { billing } from './helpers/checkout.ts';
+import { useProvider, wrapProvider } from './helpers/providers.ts';
 import {
   type ApiResponse,
   call,
@@ -115,6 +116,49 @@ describe(`Idempotency-Key (${DB_KIND})`, () => {
     assert.equal(rows.length, 1);
   });
 
+  test('a duplicate of a refund still waiting on the provider waits, and gets the same answer', async () => {
+    const payment = await payThroughCheckout(server, key, { unitPrice: 40 });
+    const refund = (on: TestServer) =>
+      call<Json>(on, 'POST', `/api/transactions/${payment.public_id}/refund/`, {
+        apiKey: key,
+        body: { reason: 'Slow provider', amount: '5.00' },
+        headers: { 'idempotency-key': 'refund-slow' },
+      });
+    // The refund is recorded (with its answer, in its transaction) before the provider is asked; the
+    // provider is slow to answer.
+    const real = server.ctx.providers.forEnvironment('production');
+    const { promise: gate, resolve: answer } = Promise.withResolvers<void>();
+    const { promise: asked, resolve: reached } = Promise.withResolvers<void>();
+    const undo = useProvider(
+      server.ctx,
+      wrapProvider(real, {
+        async createRefund(input) {
+          reached();
+          await gate;
+          return real.createRefund(input);
+        },
+      }),
+    );
+    try {
+      const first = refund(server);
+      await asked;
+      // The duplicate (through the other process on PostgreSQL) arrives while the provider is asked.
+      const second = refund(twin);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      answer();
+      const [original, duplicate] = await Promise.all([first, second]);
+      assert.equal(original.status, 200, original.text);
+      assert.equal(original.body.status, 'processing');
+      assert.ok(replayed(duplicate));
+      assert.deepEqual([duplicate.status, duplicate.body], [200, original.body]);
+      // Later retries replay the same.
+      assert.deepEqual((await refund(server)).body, original.body);
+    } finally {
+      answer();
+      undo();
+    }
+  });
+
   test('keys belong to one organization and one environment', async () => {
     const first = await create('shared-key');
     const other = await createTestMerchant(server, 'Other Shop');
@@ -186,6 +230,37 @@ describe(`Idempotency-Key (${DB_KIND})`, () => {
       headers: { 'idempotency-key': 'still-running' },
     });
     assert.deepEqual([retry.status, retry.text, replayed(retry)], [201, answer, true]);
+  });
+
+  test('a request whose process died after its change committed is replayed, not run again', async () => {
+    const body = JSON.stringify(order('Committed'));
+    const hash = createHash('sha256').update(`POST /api/checkout/create\n${body}`).digest('hex');
+    const answer = await create('answer-to-store', JSON.parse(body));
+    const before = await sessionsOf(shop.organizationId);
+    const now = Date.now();
+    // The claim as a request leaves it when its change committed with its answer and its process then
+    // died: still in progress, an answer stored, the lock run out.
+    await server.ctx.db
+      .insertInto('idempotency_keys')
+      .values({
+        organization_id: shop.organizationId,
+        environment: 'production',
+        key: 'died-after-commit',
+        request_hash: hash,
+        status: 'in_progress',
+        response_status: 201,
+        response_body: answer.text,
+        created_at: new Date(now - 120_000).toISOString(),
+        locked_until: new Date(now - 60_000).toISOString(),
+      })
+      .execute();
+    const retry = await call(server, 'POST', '/api/checkout/create/', {
+      apiKey: key,
+      body,
+      headers: { 'idempotency-key': 'died-after-commit' },
+    });
+    assert.deepEqual([retry.status, retry.text, replayed(retry)], [201, answer.text, true]);
+    assert.deepEqual(await sessionsOf(shop.organizationId), before);
   });
 
   test('keys are pruned after 24 hours; the same key then creates a new checkout', async () => {

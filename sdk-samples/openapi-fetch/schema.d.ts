@@ -3785,7 +3785,7 @@ export interface operations {
                             updated_at: string;
                         };
                         environment: "production" | "sandbox";
-                        /** @description The wallet in USD. */
+                        /** @description The wallet in USD; null for a role that may not read the wallet (developer). */
                         wallet: {
                             /** @example 12.50 */
                             balance: string;
@@ -3803,7 +3803,7 @@ export interface operations {
                             available: string;
                             /** @enum {string} */
                             currency: "USD";
-                        };
+                        } | null;
                         stats: {
                             user_count: number;
                             transaction_count: number;
@@ -3815,6 +3815,7 @@ export interface operations {
                                 EUR: string;
                             };
                         };
+                        /** @description The latest wallet movements, newest first; null for a role that may not read the wallet (developer). */
                         recent_activity: {
                             id: number;
                             /** @enum {unknown} */
@@ -3831,7 +3832,7 @@ export interface operations {
                             held_change: string;
                             /** Format: date-time */
                             created_at: string;
-                        }[];
+                        }[] | null;
                     };
                 };
             };

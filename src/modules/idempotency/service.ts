@@ -119,16 +119,26 @@ export async function claimIdempotencyKey(
         openAnswer(existing.response_body, ctx.config.secretKey),
       );
     } else if (existing && Date.parse(existing.locked_until) <= now.getTime()) {
-      // The first request's process died mid-way: take the claim over.
+      if (existing.response_status !== null) {
+        // The first request committed its change with an answer, then its process died before the
+        // final one: the change stands, so its answer is replayed (the request is not run again).
+        return sendReplay(
+          reply,
+          existing.response_status,
+          openAnswer(existing.response_body, ctx.config.secretKey),
+        );
+      }
+      // The first request's process died mid-way, before any change: take the claim over.
       const taken = await ctx.db
         .updateTable('idempotency_keys')
         .set({ locked_until: new Date(now.getTime() + ctx.config.idempotencyLockMs).toISOString() })
         .where('id', '=', existing.id)
         .where('locked_until', '=', existing.locked_until)
-        // Still unanswered as this statement sees it: the first request may have recorded its answer
+        // Still unanswered as this statement sees it: the first request may have recorded an answer
         // (which leaves locked_until as it was) since the read above; it is replayed then, not run
         // again (on PostgreSQL this update waits for that commit and checks the row again).
         .where('status', '=', 'in_progress')
+        .where('response_status', 'is', null)
         .executeTakeFirst();
       if (Number(taken.numUpdatedRows) === 1) {
         request.idempotencyClaim = existing.id;
@@ -150,8 +160,10 @@ const answeredWithChange = new WeakSet<FastifyRequest>();
 
 /**
  * Inside the transaction that makes a claimed request's change: records `body` (serialised as the reply
- * would be) as the key's answer, committed with the change or not at all. The reply recorded when the
- * request completes replaces it (it may say more, e.g. the provider's answer), unless that is a 5xx.
+ * would be) as the key's answer, committed with the change or not at all. The key stays in progress:
+ * a duplicate arriving meanwhile keeps waiting for the request's own reply, which replaces this answer
+ * when the request completes (it may say more, e.g. the provider's answer) unless it is a 5xx. This one
+ * is replayed only if the request never completes (its process died after the change committed).
  */
 export async function recordIdempotentResponseIn(
   trx: Executor,
@@ -164,7 +176,7 @@ export async function recordIdempotentResponseIn(
   if (claim === null || key === undefined) return;
   await trx
     .updateTable('idempotency_keys')
-    .set({ status: 'done', response_status: status, response_body: sealAnswer(JSON.stringify(body), key) })
+    .set({ response_status: status, response_body: sealAnswer(JSON.stringify(body), key) })
     .where('id', '=', claim)
     .execute();
   answeredWithChange.add(request);
@@ -184,7 +196,11 @@ export async function recordIdempotentResponse(
   if (claim === null) return;
   request.idempotencyClaim = null;
   if (status >= 500) {
-    if (answeredWithChange.has(request)) return;
+    if (answeredWithChange.has(request)) {
+      // The change committed with its answer: that answer is the key's from now on.
+      await ctx.db.updateTable('idempotency_keys').set({ status: 'done' }).where('id', '=', claim).execute();
+      return;
+    }
     await ctx.db.deleteFrom('idempotency_keys').where('id', '=', claim).execute();
     return;
   }
