@@ -85,6 +85,13 @@ export const EQUIVALENT: EquivalentMutant[] = [
     line: 'if (a < b) return a;',
     reason: 'when a equals b, returning a or b is the same amount',
   },
+  {
+    file: 'src/modules/wallet/arithmetic.ts',
+    mutator: 'EqualityOperator',
+    replacement: 'free >= 0n',
+    line: 'const fromBalance = lesserOf(amount, free > 0n ? free : 0n);',
+    reason: 'when the free balance is exactly 0, taking it or 0 is the same amount',
+  },
   ...[
     'if (!globalUnicast.check(bare, ',
     'const hit = ipv6Checks.find((check) => check.list.check(bare, ',
