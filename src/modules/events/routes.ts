@@ -19,6 +19,8 @@ import { EventFeed, EventsQuery } from './schemas.ts';
  * feed). SQLite has one writer, so ids commit in order there and nothing is held back.
  */
 export const FEED_SETTLE_MS = 2000;
+/** The answer's header naming the hold-back, so a follower can wait it out (kassa listen at start). */
+export const FEED_SETTLE_HEADER = 'kassa-feed-settle-ms';
 
 async function readEvents(
   ctx: AppContext,
@@ -68,7 +70,8 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
   app.get(
     '/organization/events/',
     { preValidation: sessionAuth(ctx), schema: { querystring: EventsQuery, response: { 200: EventFeed } } },
-    async (request) => {
+    async (request, reply) => {
+      void reply.header(FEED_SETTLE_HEADER, String(isPostgres(ctx.db) ? FEED_SETTLE_MS : 0));
       const organizationId = sessionOf(request).organizationId;
       const limit = Number(request.query.limit ?? 100);
       if (limit < 1 || limit > 500) throw new ValidationError('limit: must be between 1 and 500.');
