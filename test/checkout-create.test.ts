@@ -301,6 +301,11 @@ describe('POST /checkout/create/', () => {
       () => ({ ...adHoc(valid), sandbox_simulate: 'payment_failed' }),
       /^sandbox_simulate: /,
     ],
+    [
+      'sandbox_simulate: null with a production key (the field is sent, so it is refused)',
+      () => ({ ...adHoc(valid), sandbox_simulate: null }),
+      /^sandbox_simulate: only accepted with a sandbox API key/,
+    ],
   ];
   for (const [name, body, detail] of cases) {
     test(`${name} is a 400 naming the field`, async () => {
@@ -322,6 +327,12 @@ describe('POST /checkout/create/', () => {
       const response = await create({ ...adHoc(valid), sandbox_simulate: value }, sandboxKey, '/sandbox/api');
       assert.equal(response.status, 201, `${value}: ${response.text}`);
     }
+    const withoutScript = await create(
+      { ...adHoc(valid), sandbox_simulate: null },
+      sandboxKey,
+      '/sandbox/api',
+    );
+    assert.equal(withoutScript.status, 201, `null: ${withoutScript.text}`);
     const unknown = await create(
       { ...adHoc(valid), sandbox_simulate: 'explode' },
       sandboxKey,

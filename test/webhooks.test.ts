@@ -100,6 +100,24 @@ describe('webhook configuration and delivery', () => {
     }
   });
 
+  test('an endpoint URL with credentials (userinfo) is a 400 naming endpoint_url, and nothing is stored', async () => {
+    const merchant = await createTestMerchant(server);
+    for (const endpoint_url of [
+      'https://user:s3cret@merchant.example/hooks',
+      'https://user@merchant.example/hooks',
+      'https://:s3cret@merchant.example/hooks',
+    ]) {
+      const response = await call<{ detail: string }>(server, 'PUT', '/api/organization/webhook/', {
+        token: merchant.token,
+        body: { endpoint_url },
+      });
+      assert.equal(response.status, 400, endpoint_url);
+      assert.equal(response.body.detail, 'endpoint_url: may not contain credentials (user:password@).');
+    }
+    const shown = await call(server, 'GET', '/api/organization/webhook/', { token: merchant.token });
+    assert.equal((shown.body as { endpoint_url: unknown }).endpoint_url, null);
+  });
+
   test('rotate, test and test-transaction need an endpoint first (400)', async () => {
     const merchant = await createTestMerchant(server);
     for (const path of ['rotate/', 'test/', 'test-transaction/']) {

@@ -5,6 +5,10 @@
 //   - Standard Webhooks, `webhook-signature: v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`,
 //     keyed with the base64-decoded part of the secret after `whsec_`. The timestamp is signed, so a
 //     replay of an old delivery is refused by the tolerance.
+// Given headers, verifyWebhook requires the Standard Webhooks signature: falling back to the body-only
+// signature would let anyone who captured one delivery replay it with a fresh, unsigned
+// X-Webhook-Timestamp and a new X-Webhook-Delivery-Id. The body-only check stays available, on
+// purpose and without replay protection, through the string form (the X-Webhook-Signature value).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { KassaSignatureVerificationError } from './errors.ts';
 import type { WebhookEvent } from './types.ts';
@@ -16,12 +20,14 @@ export type WebhookHeaders =
 
 export interface VerifyOptions {
   /**
-   * Refuse deliveries whose timestamp (`webhook-timestamp`, or `X-Webhook-Timestamp` when only the
-   * interface's signature is checked) is further than this from now. Default 300 seconds when headers
-   * are given; `Infinity` turns the check off.
+   * Refuse deliveries whose signed `webhook-timestamp` is further than this from now. Default 300
+   * seconds; `Infinity` turns the check off. With the string form it applies to `timestamp` below.
    */
   toleranceSeconds?: number;
-  /** The delivery's X-Webhook-Timestamp, when the second argument is the bare X-Webhook-Signature value. */
+  /**
+   * String form only: the delivery's X-Webhook-Timestamp, checked against `toleranceSeconds` when both
+   * are given. That header is not signed, so this catches stale clocks, not replays.
+   */
   timestamp?: string | number | null;
   /** The clock, in milliseconds (for tests). */
   now?: () => number;
@@ -75,7 +81,10 @@ function standardKey(secret: string): Buffer {
   return key;
 }
 
-/** The interface's signature: `sha256=<hex>` over the body, keyed with the secret string. */
+/**
+ * The interface's signature: `sha256=<hex>` over the body, keyed with the secret string. It covers the
+ * body only, so it cannot tell a replay from a delivery; prefer verifyWebhook with the headers.
+ */
 export function verifyInterfaceSignature(body: Buffer, signature: string | undefined, secret: string): void {
   if (!signature) fail('Missing X-Webhook-Signature header.');
   const match = /^sha256=([0-9a-f]{64})$/i.exec(signature.trim());
@@ -121,11 +130,13 @@ export function verifyStandardSignature(
  * Verifies a delivery and returns its typed event. `rawBody` must be the bytes as received (a Buffer
  * or the unparsed string), never re-serialized JSON.
  *
- * With the request's headers, it checks the Standard Webhooks signature when the delivery carries one
- * (id and timestamp signed, timestamp within the tolerance), and otherwise the interface's
- * X-Webhook-Signature (and X-Webhook-Timestamp's tolerance when that header is present).
- * Given the X-Webhook-Signature value itself instead of the headers, it checks that signature only
- * (the timestamp only when `options.timestamp` and `options.toleranceSeconds` are given).
+ * With the request's headers, it requires the Standard Webhooks signature, which Kassa sends on every
+ * delivery (id and timestamp signed, timestamp within the tolerance): a delivery without
+ * `webhook-signature` is refused, whatever its X-Webhook-Signature, because that signature covers the
+ * body only and a captured delivery replayed with fresh X-Webhook-* headers would pass it.
+ * Given the X-Webhook-Signature value itself instead of the headers, it checks that body-only
+ * signature and nothing else: no replay protection (the timestamp only when `options.timestamp` and
+ * `options.toleranceSeconds` are given, and that header is unsigned). Deduplicate on the delivery id.
  */
 export function verifyWebhook(
   rawBody: string | Uint8Array,
@@ -147,12 +158,16 @@ export function verifyWebhook(
       options.toleranceSeconds !== undefined
     )
       checkTimestamp(String(options.timestamp), 'X-Webhook-Timestamp', options);
-  } else if (header(headersOrSignature, 'webhook-signature') !== undefined) {
-    verifyStandardSignature(body, headersOrSignature, secret, options);
   } else {
-    verifyInterfaceSignature(body, header(headersOrSignature, 'x-webhook-signature'), secret);
-    const timestamp = header(headersOrSignature, 'x-webhook-timestamp');
-    if (timestamp !== undefined) checkTimestamp(timestamp, 'X-Webhook-Timestamp', options);
+    if (!header(headersOrSignature, 'webhook-signature')) {
+      fail(
+        'Missing webhook-signature header: Kassa signs every delivery with the Standard Webhooks headers ' +
+          '(webhook-id, webhook-timestamp, webhook-signature), the only signature that refuses replays. ' +
+          'Forward them unchanged; to check the body-only X-Webhook-Signature instead, without replay ' +
+          'protection, pass its value as the second argument.',
+      );
+    }
+    verifyStandardSignature(body, headersOrSignature, secret, options);
   }
   try {
     return JSON.parse(body.toString('utf8')) as WebhookEvent;

@@ -3,6 +3,7 @@
 // (with a secret printed at start) to a local URL: webhooks on a laptop without a public endpoint.
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
+import { FEED_SETTLE_HEADER } from '../modules/events/routes.ts';
 import { generateSecret, sign, standardWebhookHeaders } from '../modules/webhooks/secret.ts';
 import type { Command } from './commands.ts';
 
@@ -94,15 +95,26 @@ Events are signed with a secret printed at start (not your endpoint's secret).`,
     const auth = { authorization: `Token ${token}` };
     let cursor = '0';
     if (!values['from-start']) {
-      // Skip history: find the newest id by paging to the end.
-      for (;;) {
-        const page = await fetch(`${base}/api/organization/events/?after=${cursor}&limit=500`, {
-          headers: auth,
-        });
-        if (!page.ok) throw new Error(`cannot read events: ${page.status}`);
-        const body = (await page.json()) as { results: ListenedEvent[]; cursor: string };
-        cursor = body.cursor;
-        if (body.results.length < 500) break;
+      // Skip history: find the newest id by paging to the end. The feed holds back events younger
+      // than its settle time (PostgreSQL, see the events routes); wait that out once and skip again,
+      // so an event written just before start is history, not forwarded as new.
+      let settleMs = 0;
+      const skipToEnd = async () => {
+        for (;;) {
+          const page = await fetch(`${base}/api/organization/events/?after=${cursor}&limit=500`, {
+            headers: auth,
+          });
+          if (!page.ok) throw new Error(`cannot read events: ${page.status}`);
+          settleMs = Math.min(Number(page.headers.get(FEED_SETTLE_HEADER) ?? 0) || 0, 10_000);
+          const body = (await page.json()) as { results: ListenedEvent[]; cursor: string };
+          cursor = body.cursor;
+          if (body.results.length < 500) break;
+        }
+      };
+      await skipToEnd();
+      if (settleMs > 0) {
+        await new Promise((resolve) => setTimeout(resolve, settleMs));
+        await skipToEnd();
       }
     }
     // Ready only now: every event written from here on is forwarded.

@@ -73,15 +73,20 @@ export function parseBillingAndUrls(body: BillingBody): { billing: BillingDetail
   };
 }
 
-/** sandbox_simulate: sandbox keys on /sandbox/api/ only, one of the interface's values. */
+/**
+ * sandbox_simulate: sandbox keys on /sandbox/api/ only, one of the interface's values. The
+ * contract refuses a production key "that sends the field", so presence is what counts: an
+ * explicit null from a production key is a 400 too; on the sandbox null means "no script".
+ */
 export function parseSimulate(
   environment: Environment,
   value: string | null | undefined,
 ): SimulateValue | null {
-  if (value === null || value === undefined) return null;
+  if (value === undefined) return null;
   if (environment !== 'sandbox') {
     throw new ValidationError('sandbox_simulate: only accepted with a sandbox API key on /sandbox/api/.');
   }
+  if (value === null) return null;
   if (!isSimulateValue(value)) {
     throw new ValidationError(`sandbox_simulate: must be one of ${SIMULATE_VALUES.join(', ')}.`);
   }

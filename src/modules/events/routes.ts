@@ -3,11 +3,24 @@
 // holds at most MAX_LONG_POLLS waiting polls at once (each costs a database read per interval), and the
 // interval backs off from 250 ms to 1 s while nothing arrives.
 import type { AppContext } from '../../context.ts';
+import { isPostgres } from '../../db/connection.ts';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { RateLimitedError, ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import type { EventType } from './emit.ts';
 import { EventFeed, EventsQuery } from './schemas.ts';
+
+/**
+ * On PostgreSQL, how old (by created_at) an event must be before the feed returns it. Ids come from a
+ * sequence when the row is written, not when it commits: with T1 holding id 100 open while T2 commits
+ * 101, a reader that returned 101 would move its cursor past 100 for good. Holding events back this
+ * long lets such transactions commit first; one that commits later than this after writing its event
+ * can still be skipped by a cursor (its webhook is unaffected: delivery reads the outbox, not the
+ * feed). SQLite has one writer, so ids commit in order there and nothing is held back.
+ */
+export const FEED_SETTLE_MS = 2000;
+/** The answer's header naming the hold-back, so a follower can wait it out (kassa listen at start). */
+export const FEED_SETTLE_HEADER = 'kassa-feed-settle-ms';
 
 async function readEvents(
   ctx: AppContext,
@@ -21,6 +34,11 @@ async function readEvents(
     .where('id', '>', filter.after)
     .orderBy('id', 'asc')
     .limit(filter.limit);
+  if (isPostgres(ctx.db)) {
+    // created_at is the writer's clock as an ISO string (one format, so text order is time order).
+    const settled = new Date(ctx.clock().getTime() - FEED_SETTLE_MS).toISOString();
+    query = query.where('created_at', '<=', settled);
+  }
   if (filter.subject) query = query.where('subject', '=', filter.subject);
   if (filter.environment)
     query = query.where('environment', '=', filter.environment as 'production' | 'sandbox');
@@ -52,7 +70,8 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
   app.get(
     '/organization/events/',
     { preValidation: sessionAuth(ctx), schema: { querystring: EventsQuery, response: { 200: EventFeed } } },
-    async (request) => {
+    async (request, reply) => {
+      void reply.header(FEED_SETTLE_HEADER, String(isPostgres(ctx.db) ? FEED_SETTLE_MS : 0));
       const organizationId = sessionOf(request).organizationId;
       const limit = Number(request.query.limit ?? 100);
       if (limit < 1 || limit > 500) throw new ValidationError('limit: must be between 1 and 500.');

@@ -29,7 +29,7 @@ export async function getEndpoint(ctx: AppContext, organizationId: number) {
 }
 
 /**
- * http(s) only, no fragments; the host must resolve to public addresses only (the SSRF guard), unless
+ * http(s) only, no credentials (user:password@), no fragments; the host must resolve to public addresses only (the SSRF guard), unless
  * KASSA_WEBHOOK_ALLOW_PRIVATE is set or the URL is this service's own public test receiver.
  */
 export async function validateEndpointUrl(ctx: AppContext, raw: string): Promise<string> {
@@ -43,6 +43,11 @@ export async function validateEndpointUrl(ctx: AppContext, raw: string): Promise
     throw new ValidationError('endpoint_url: must be an http or https URL.');
   }
   if (!url.hostname) throw new ValidationError('endpoint_url: must name a host.');
+  // Credentials in the URL would be stored, shown (GET, each attempt's url, the audit log) and sent
+  // in clear; the signature is how a receiver authenticates Kassa.
+  if (url.username || url.password) {
+    throw new ValidationError('endpoint_url: may not contain credentials (user:password@).');
+  }
   if (url.hash) throw new ValidationError('endpoint_url: may not contain a fragment (#...).');
   if (!ctx.config.webhookAllowPrivate && !isOwnTestReceiver(url.href, ctx.config.publicUrl)) {
     try {
