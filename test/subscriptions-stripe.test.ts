@@ -112,6 +112,68 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual({ ...payment }, { status: 'paid', provider: 'stripe' });
   });
 
+  test("a signup's PaymentIntent and a trial's SetupIntent allow cards only: Stripe refuses Link, a card then makes the subscription", async () => {
+    offsetMs = 0;
+    const email = 'stripe-link@example.com';
+    const token = await start(await plan({ name: 'Cards only', amount: '12.00', interval: 'month' }), email);
+    const { provider } = await hostedStep(server, token);
+    const intentId = (provider.client_secret as string).split('_secret_')[0];
+    assert.deepEqual(fake.ledger.intent(intentId).payment_method_types, ['card']);
+    const refused = await fake.confirmInBrowser(provider.client_secret as string, 'pm_fake_link');
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.equal(fake.ledger.intent(intentId).status, 'requires_payment_method', 'nothing was charged');
+    assert.equal(await subscriptionOf(email), undefined);
+    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    assert.equal((await subscriptionOf(email))?.card_last4, '4242');
+
+    const trialEmail = 'stripe-link-trial@example.com';
+    const trialToken = await start(
+      await plan({ name: 'Cards only, trial', amount: '5.00', interval: 'month', trial_days: 7 }),
+      trialEmail,
+    );
+    const setup = (await hostedStep(server, trialToken)).provider.client_secret as string;
+    assert.deepEqual(fake.ledger.setup(setup.split('_secret_')[0]).payment_method_types, ['card']);
+    const refusedSetup = await fake.confirmInBrowser(setup, 'pm_fake_link');
+    assert.equal(refusedSetup.status, 400, JSON.stringify(refusedSetup.body));
+    assert.equal((await fake.confirmInBrowser(setup, 'pm_card_visa')).status, 200);
+    await call(server, 'POST', '/api/checkout/sync-status/', { body: { token: trialToken } });
+    assert.equal((await subscriptionOf(trialEmail))?.status, 'trialing');
+  });
+
+  test('a signup paid with a method that saved no card (a PaymentIntent opened with every method, before cards only) is flagged, not ignored', async () => {
+    offsetMs = 0;
+    const email = 'stripe-link-old@example.com';
+    const token = await start(await plan({ name: 'Old intent', amount: '8.00', interval: 'month' }), email);
+    const { provider } = await hostedStep(server, token);
+    // As an earlier version opened it: automatic payment methods, so the Payment Element offered Link.
+    const intent = fake.ledger.intent((provider.client_secret as string).split('_secret_')[0]);
+    Object.assign(intent, {
+      allowed_payment_method_types: null,
+      automatic_payment_methods: { enabled: true },
+      payment_method_types: ['card', 'link'],
+    });
+    const { confirm, sync } = await payInElement(server, fake, token, 'pm_fake_link');
+    assert.equal(confirm.status, 200, JSON.stringify(confirm.body));
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    assert.equal(await subscriptionOf(email), undefined, 'nothing to renew: no subscription');
+    const payment = await server.ctx.db
+      .selectFrom('payments')
+      .select(['public_id', 'status', 'subscription_id', 'provider_conflict'])
+      .where('provider_payment_id', '=', intent.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(payment.status, 'paid');
+    assert.match(payment.provider_conflict ?? '', /saved no card/);
+    const detail = await call<Json>(server, 'GET', `/api/payments/${payment.public_id}/`, {
+      token: owner.token,
+    });
+    assert.equal(detail.status, 200, detail.text);
+    assert.deepEqual(
+      [(detail.body.provider_review as Json).state, (detail.body.provider_review as Json).operation],
+      ['flagged', 'payment'],
+    );
+  });
+
   /** A monthly plan's signup paid in the Payment Element: the subscription, active, its card saved. */
   const paidSignup = async (name: string, amount: string, email: string) => {
     offsetMs = 0;
