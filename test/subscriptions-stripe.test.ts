@@ -252,6 +252,95 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual([cycle.status, cycle.attempts], ['paid', 2]);
   });
 
+  /** The mails sent to an address whose subject contains `subject`. */
+  const mailsTo = async (email: string, subject: string) => {
+    const directory = `${server.env.KASSA_DATA_DIR}/mail`;
+    const names = await readdir(directory).catch(() => [] as string[]);
+    const texts = await Promise.all(names.map((name) => readFile(`${directory}/${name}`, 'utf8')));
+    return texts.filter((text) => text.includes(`To: ${email}`) && text.includes(`Subject: ${subject}`));
+  };
+  const HOUR = 3_600_000;
+
+  test("a rolled Stripe key is not the customer's decline: the renewal waits an hour, no dunning, no mail, then the same try is charged", async () => {
+    const email = 'stripe-rolled@example.com';
+    const subscription = await paidSignup('Monthly, rolled key', '6.90', email);
+    const rolled = fake.rollSecretKey();
+    try {
+      for (const at of [32 * DAY, 32 * DAY + 61 * 60_000]) {
+        offsetMs = at;
+        await runRenewals(server.ctx);
+        const cycle = await periodOne(subscription.id);
+        assert.deepEqual([cycle.status, cycle.attempts, cycle.first_attempt_at], ['processing', 0, null]);
+        const wait = Date.parse(cycle.next_attempt_at ?? '') - (Date.now() + offsetMs);
+        assert.ok(wait > 0.9 * HOUR && wait <= HOUR, `put off about an hour, not ${wait} ms`);
+        assert.equal((await subscriptionOf(email))?.status, 'active', 'not past due');
+      }
+    } finally {
+      rolled.restore();
+    }
+    assert.deepEqual(
+      await mailsTo(email, 'Your payment to'),
+      [],
+      'the customer is not told their payment failed',
+    );
+    assert.equal(renewalsOf(subscription.public_id).length, 0, 'nothing was made at Stripe');
+
+    offsetMs = 32 * DAY + 122 * 60_000;
+    await runRenewals(server.ctx);
+    const cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['paid', 1]);
+    const keys = fake.requests.filter((request) =>
+      request.idempotencyKey?.startsWith(`kassa-renew-${cycle.id}-`),
+    );
+    assert.ok(
+      keys.every((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-1`),
+      'the same try',
+    );
+    const operation = await server.ctx.db
+      .selectFrom('provider_operations')
+      .select(['state', 'outcome'])
+      .where('idempotency_key', '=', `kassa-renew-${cycle.id}-1`)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual({ ...operation }, { state: 'done', outcome: 'succeeded' });
+  });
+
+  test('a rate limit on the fifth try is not the last decline: the try waits an hour instead of canceling the subscription', async () => {
+    offsetMs = 0;
+    const email = 'stripe-ratelimit@example.com';
+    const token = await start(
+      await plan({ name: 'Monthly, rate limit', amount: '3.90', interval: 'month' }),
+      email,
+    );
+    // Saved on the page, declined off-session: every renewal try is a decline.
+    const { sync } = await payInElement(server, fake, token, 'pm_card_chargeCustomerFail');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    const subscription = await subscriptionOf(email);
+    assert.ok(subscription);
+    for (const day of [32, 33, 35, 39]) {
+      offsetMs = day * DAY + 60_000;
+      await runRenewals(server.ctx);
+    }
+    let cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 4]);
+    assert.equal((await mailsTo(email, 'Your payment to')).length, 1, 'told once, at the first decline');
+
+    offsetMs = 46 * DAY + 2 * 60_000;
+    fake.fail({ method: 'POST', path: /^\/v1\/payment_intents\/pi_\w+\/confirm$/, mode: '429', times: 1 });
+    await runRenewals(server.ctx);
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 4], 'the fifth try is still to be made');
+    assert.equal((await subscriptionOf(email))?.status, 'past_due', 'not canceled');
+    assert.equal((await mailsTo(email, 'Your payment to')).length, 1);
+    assert.deepEqual(await mailsTo(email, 'Your Monthly, rate limit subscription'), []);
+
+    offsetMs = 46 * DAY + 2 * 60_000 + 2 * HOUR;
+    await runRenewals(server.ctx);
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['uncollectible', 5], 'the real fifth try declined');
+    const ended = await subscriptionOf(email);
+    assert.deepEqual([ended?.status, ended?.cancel_reason], ['canceled', 'payment_failed']);
+  });
+
   test('a trial saves the card through a SetupIntent; authentication_required off-session mails the update-card link, whose new card is charged at once', async () => {
     offsetMs = 0;
     const trial = await plan({ name: 'Trial', amount: '7.00', interval: 'month', trial_days: 14 });

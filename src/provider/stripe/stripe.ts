@@ -116,7 +116,15 @@ export class StripeProvider implements PaymentProvider {
     const options = { idempotencyKey: input.idempotencyKey };
     let providerPaymentId = input.payment.providerPaymentId;
     if (providerPaymentId === null) {
-      const earlier = await this.madeEarlier(input.customerId, input.payment.reference);
+      let earlier: Stripe.PaymentIntent | null;
+      try {
+        earlier = await this.madeEarlier(input.customerId, input.payment.reference);
+      } catch (error) {
+        // Stripe refused the read (a revoked key, a rate limit): nothing was made, and that is the answer.
+        const outcome = outcomeOfError(error);
+        if (outcome.status !== 'failed') throw error;
+        return { outcome, payment: null };
+      }
       // Charged (or being charged) already: that is the answer, with no new charge.
       if (earlier && ['succeeded', 'processing', 'requires_capture'].includes(earlier.status))
         return { outcome: outcomeOfIntent(earlier), payment: await this.stateOf(earlier) };
