@@ -112,6 +112,68 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual({ ...payment }, { status: 'paid', provider: 'stripe' });
   });
 
+  test("a signup's PaymentIntent and a trial's SetupIntent allow cards only: Stripe refuses Link, a card then makes the subscription", async () => {
+    offsetMs = 0;
+    const email = 'stripe-link@example.com';
+    const token = await start(await plan({ name: 'Cards only', amount: '12.00', interval: 'month' }), email);
+    const { provider } = await hostedStep(server, token);
+    const intentId = (provider.client_secret as string).split('_secret_')[0];
+    assert.deepEqual(fake.ledger.intent(intentId).payment_method_types, ['card']);
+    const refused = await fake.confirmInBrowser(provider.client_secret as string, 'pm_fake_link');
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    assert.equal(fake.ledger.intent(intentId).status, 'requires_payment_method', 'nothing was charged');
+    assert.equal(await subscriptionOf(email), undefined);
+    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    assert.equal((await subscriptionOf(email))?.card_last4, '4242');
+
+    const trialEmail = 'stripe-link-trial@example.com';
+    const trialToken = await start(
+      await plan({ name: 'Cards only, trial', amount: '5.00', interval: 'month', trial_days: 7 }),
+      trialEmail,
+    );
+    const setup = (await hostedStep(server, trialToken)).provider.client_secret as string;
+    assert.deepEqual(fake.ledger.setup(setup.split('_secret_')[0]).payment_method_types, ['card']);
+    const refusedSetup = await fake.confirmInBrowser(setup, 'pm_fake_link');
+    assert.equal(refusedSetup.status, 400, JSON.stringify(refusedSetup.body));
+    assert.equal((await fake.confirmInBrowser(setup, 'pm_card_visa')).status, 200);
+    await call(server, 'POST', '/api/checkout/sync-status/', { body: { token: trialToken } });
+    assert.equal((await subscriptionOf(trialEmail))?.status, 'trialing');
+  });
+
+  test('a signup paid with a method that saved no card (a PaymentIntent opened with every method, before cards only) is flagged, not ignored', async () => {
+    offsetMs = 0;
+    const email = 'stripe-link-old@example.com';
+    const token = await start(await plan({ name: 'Old intent', amount: '8.00', interval: 'month' }), email);
+    const { provider } = await hostedStep(server, token);
+    // As an earlier version opened it: automatic payment methods, so the Payment Element offered Link.
+    const intent = fake.ledger.intent((provider.client_secret as string).split('_secret_')[0]);
+    Object.assign(intent, {
+      allowed_payment_method_types: null,
+      automatic_payment_methods: { enabled: true },
+      payment_method_types: ['card', 'link'],
+    });
+    const { confirm, sync } = await payInElement(server, fake, token, 'pm_fake_link');
+    assert.equal(confirm.status, 200, JSON.stringify(confirm.body));
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    assert.equal(await subscriptionOf(email), undefined, 'nothing to renew: no subscription');
+    const payment = await server.ctx.db
+      .selectFrom('payments')
+      .select(['public_id', 'status', 'subscription_id', 'provider_conflict'])
+      .where('provider_payment_id', '=', intent.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(payment.status, 'paid');
+    assert.match(payment.provider_conflict ?? '', /saved no card/);
+    const detail = await call<Json>(server, 'GET', `/api/payments/${payment.public_id}/`, {
+      token: owner.token,
+    });
+    assert.equal(detail.status, 200, detail.text);
+    assert.deepEqual(
+      [(detail.body.provider_review as Json).state, (detail.body.provider_review as Json).operation],
+      ['flagged', 'payment'],
+    );
+  });
+
   /** A monthly plan's signup paid in the Payment Element: the subscription, active, its card saved. */
   const paidSignup = async (name: string, amount: string, email: string) => {
     offsetMs = 0;
@@ -188,6 +250,95 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.equal(renewals.length, 1, 'the next try found the PaymentIntent by a consistent list');
     assert.equal(fake.ledger.chargesOf(renewals[0].id).length, 1, 'and charged the card once');
     assert.deepEqual([cycle.status, cycle.attempts], ['paid', 2]);
+  });
+
+  /** The mails sent to an address whose subject contains `subject`. */
+  const mailsTo = async (email: string, subject: string) => {
+    const directory = `${server.env.KASSA_DATA_DIR}/mail`;
+    const names = await readdir(directory).catch(() => [] as string[]);
+    const texts = await Promise.all(names.map((name) => readFile(`${directory}/${name}`, 'utf8')));
+    return texts.filter((text) => text.includes(`To: ${email}`) && text.includes(`Subject: ${subject}`));
+  };
+  const HOUR = 3_600_000;
+
+  test("a rolled Stripe key is not the customer's decline: the renewal waits an hour, no dunning, no mail, then the same try is charged", async () => {
+    const email = 'stripe-rolled@example.com';
+    const subscription = await paidSignup('Monthly, rolled key', '6.90', email);
+    const rolled = fake.rollSecretKey();
+    try {
+      for (const at of [32 * DAY, 32 * DAY + 61 * 60_000]) {
+        offsetMs = at;
+        await runRenewals(server.ctx);
+        const cycle = await periodOne(subscription.id);
+        assert.deepEqual([cycle.status, cycle.attempts, cycle.first_attempt_at], ['processing', 0, null]);
+        const wait = Date.parse(cycle.next_attempt_at ?? '') - (Date.now() + offsetMs);
+        assert.ok(wait > 0.9 * HOUR && wait <= HOUR, `put off about an hour, not ${wait} ms`);
+        assert.equal((await subscriptionOf(email))?.status, 'active', 'not past due');
+      }
+    } finally {
+      rolled.restore();
+    }
+    assert.deepEqual(
+      await mailsTo(email, 'Your payment to'),
+      [],
+      'the customer is not told their payment failed',
+    );
+    assert.equal(renewalsOf(subscription.public_id).length, 0, 'nothing was made at Stripe');
+
+    offsetMs = 32 * DAY + 122 * 60_000;
+    await runRenewals(server.ctx);
+    const cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['paid', 1]);
+    const keys = fake.requests.filter((request) =>
+      request.idempotencyKey?.startsWith(`kassa-renew-${cycle.id}-`),
+    );
+    assert.ok(
+      keys.every((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-1`),
+      'the same try',
+    );
+    const operation = await server.ctx.db
+      .selectFrom('provider_operations')
+      .select(['state', 'outcome'])
+      .where('idempotency_key', '=', `kassa-renew-${cycle.id}-1`)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual({ ...operation }, { state: 'done', outcome: 'succeeded' });
+  });
+
+  test('a rate limit on the fifth try is not the last decline: the try waits an hour instead of canceling the subscription', async () => {
+    offsetMs = 0;
+    const email = 'stripe-ratelimit@example.com';
+    const token = await start(
+      await plan({ name: 'Monthly, rate limit', amount: '3.90', interval: 'month' }),
+      email,
+    );
+    // Saved on the page, declined off-session: every renewal try is a decline.
+    const { sync } = await payInElement(server, fake, token, 'pm_card_chargeCustomerFail');
+    assert.equal(sync.body.status, 'SUCCESS', sync.text);
+    const subscription = await subscriptionOf(email);
+    assert.ok(subscription);
+    for (const day of [32, 33, 35, 39]) {
+      offsetMs = day * DAY + 60_000;
+      await runRenewals(server.ctx);
+    }
+    let cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 4]);
+    assert.equal((await mailsTo(email, 'Your payment to')).length, 1, 'told once, at the first decline');
+
+    offsetMs = 46 * DAY + 2 * 60_000;
+    fake.fail({ method: 'POST', path: /^\/v1\/payment_intents\/pi_\w+\/confirm$/, mode: '429', times: 1 });
+    await runRenewals(server.ctx);
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 4], 'the fifth try is still to be made');
+    assert.equal((await subscriptionOf(email))?.status, 'past_due', 'not canceled');
+    assert.equal((await mailsTo(email, 'Your payment to')).length, 1);
+    assert.deepEqual(await mailsTo(email, 'Your Monthly, rate limit subscription'), []);
+
+    offsetMs = 46 * DAY + 2 * 60_000 + 2 * HOUR;
+    await runRenewals(server.ctx);
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['uncollectible', 5], 'the real fifth try declined');
+    const ended = await subscriptionOf(email);
+    assert.deepEqual([ended?.status, ended?.cancel_reason], ['canceled', 'payment_failed']);
   });
 
   test('a trial saves the card through a SetupIntent; authentication_required off-session mails the update-card link, whose new card is charged at once', async () => {

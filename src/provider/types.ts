@@ -34,6 +34,12 @@ export type ProviderOutcome =
       message: string;
       /** Whether the same card may succeed later (insufficient funds: yes; expired, stolen, authentication_required: no). */
       retryable: boolean;
+      /**
+       * The provider refused the request itself (Kassa's key rejected or lacking permission, a rate limit,
+       * a request it found invalid): no card was tried and nobody declined, so it is not the customer's
+       * failure (a renewal is put off, not dunned). Absent for a decline.
+       */
+      providerError?: boolean;
     }
   | { status: 'unknown'; reason: string };
 

@@ -20,7 +20,12 @@ import type { Executor } from '../../db/database.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
-import { NEVER_MADE, recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import {
+  NEVER_MADE,
+  recordOperation,
+  reopenOperation,
+  settleOperation,
+} from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
 import {
   outcomeOfAttempt,
@@ -48,6 +53,8 @@ import { claimDueCycles, createCycle } from './store.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
 const BATCH = 20;
+/** How long a try the provider refused (not a decline) waits before it is made again. */
+const PROVIDER_ERROR_PAUSE_MS = 3_600_000;
 const RENEWAL_KIND = 'renewal_charge';
 const CYCLE_SUBJECT = 'subscription_cycle';
 /** This process's name on the leases it takes. */
@@ -357,7 +364,7 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
             .where('id', '=', cycle.payment_id)
             .executeTakeFirstOrThrow();
     const tryNumber = Number(cycle.attempts) + 1;
-    const operation = await recordOperation(
+    const recorded = await recordOperation(
       trx,
       {
         kind: RENEWAL_KIND,
@@ -373,6 +380,12 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
       realNowIso,
       ctx.config.reconcileScheduleMs,
     );
+    // Settled already: the provider refused this try's call (providerError, finishTry), so it is made
+    // again under the same key.
+    const operation =
+      recorded.state === 'done'
+        ? await reopenOperation(trx, recorded.id, realNowIso, ctx.config.reconcileScheduleMs)
+        : recorded;
     const updated = await trx
       .updateTable('subscription_cycles')
       .set({
@@ -440,6 +453,30 @@ async function finishTry(
     const result = tryResultOf(outcome);
     const waiting = Number(cycle.attempts) === tryNumber && cycle.next_attempt_at === null;
     if (result === null || !waiting || !['processing', 'retrying'].includes(cycle.status)) return;
+    if (outcome.status === 'failed' && outcome.providerError === true) {
+      // The provider refused the call itself (a revoked key, a rate limit, a request it found invalid):
+      // no card was tried, so this is not a try. No dunning step and no mail; the same try (same number,
+      // same key) is made again after a pause, the fifth as well, however long the provider refuses.
+      // The cycle's first try time is kept only if an earlier try was made (the retry schedule runs
+      // from the first real try).
+      await trx
+        .updateTable('subscription_cycles')
+        .set({
+          attempts: tryNumber - 1,
+          first_attempt_at: tryNumber === 1 ? null : cycle.first_attempt_at,
+          next_attempt_at: new Date(Date.parse(nowIso) + PROVIDER_ERROR_PAUSE_MS).toISOString(),
+          leased_by: null,
+          lease_until: null,
+          updated_at: nowIso,
+        })
+        .where('id', '=', cycle.id)
+        .execute();
+      if (ctx.config.logLevel !== 'silent')
+        console.error(
+          `kassa: renewal of cycle ${cycle.id} refused by ${subscription.provider} (${outcome.code}: ${outcome.message}); the same try again in an hour`,
+        );
+      return;
+    }
     if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
       // The try never reached the provider (a crash before the call): nothing was charged and nobody
       // declined, so the period is tried again at once, under the next key. A fifth try has no next

@@ -272,7 +272,28 @@ export async function onSignupPaymentPaid(
     .where('subscription_plan_id', 'is not', null)
     .executeTakeFirst();
   if (!session) return false;
+  if (card === null) {
+    await flagUnsavedMethod(trx, payment, nowIso);
+    return false;
+  }
   return activateSignup(trx, session, payment, card, payment.provider, nowIso);
+}
+
+/**
+ * A signup paid with a method the provider saved no card of (Stripe allows only cards on a signup's
+ * PaymentIntent; this is the backstop should one get through): the customer paid and the wallet is
+ * credited, but there is nothing to renew, so no subscription is made. Flagged like a provider conflict
+ * (the payment's review in the dashboard), for a person to refund it or have the customer sign up again.
+ */
+async function flagUnsavedMethod(trx: Executor, payment: PaymentRow, nowIso: string) {
+  await trx
+    .updateTable('payments')
+    .set({
+      provider_conflict: `This subscription signup was paid (${nowIso}) with a payment method that saved no card, so no subscription was made: refund it at the provider, or have the customer sign up again with a card.`,
+    })
+    .where('id', '=', payment.id)
+    .where('provider_conflict', 'is', null)
+    .execute();
 }
 
 /** Records what a setup of a trial signup shows: the subscription on success, the waiting challenge otherwise. */

@@ -112,6 +112,36 @@ export async function settleOperation(
     .execute();
 }
 
+/**
+ * Makes a settled operation the write-ahead row of a new call under the same key: the provider refused
+ * the earlier call before it did anything (Stripe saves no idempotent result for a request it refused),
+ * so the same write is made again and its answer recorded, or read back by the reconciler, as a first one.
+ */
+export async function reopenOperation(
+  trx: Executor,
+  operationId: number,
+  now: string,
+  scheduleMs: readonly number[],
+): Promise<OperationRow> {
+  return trx
+    .updateTable('provider_operations')
+    .set({
+      state: 'in_flight',
+      outcome: null,
+      outcome_code: null,
+      outcome_message: null,
+      provider_object_id: null,
+      next_read_at: at(now, scheduleMs[0] ?? 60_000),
+      last_read_at: null,
+      last_read_error: null,
+      flagged_at: null,
+      updated_at: now,
+    })
+    .where('id', '=', operationId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
 /** How many operations of a kind a subject has had: the n of its next key (kassa-pay-{id}-{n}). */
 export async function countOperations(
   trx: Executor,

@@ -26,6 +26,12 @@ import { outcomeOfIntent, paymentStateOf, refundStateOf, setupStateOf } from './
 import { createStripeClient, idOf, isStripeError, outcomeOfError, stripeCurrency } from './transport.ts';
 import { parseStripeWebhook } from './webhooks.ts';
 
+/**
+ * What a payment or setup that saves a card for renewals allows. `allowed_payment_method_types` is the
+ * pinned API version's name for the former `payment_method_types` parameter (stripe-node 23 removed it).
+ */
+const CARD_ONLY: Stripe.PaymentIntentCreateParams.AllowedPaymentMethodType[] = ['card'];
+
 function isMissing(error: unknown): boolean {
   return isStripeError(error) && (error.statusCode === 404 || error.code === 'resource_missing');
 }
@@ -70,12 +76,18 @@ export class StripeProvider implements PaymentProvider {
       {
         amount: Number(input.amountMinor),
         currency: stripeCurrency(input.currency),
-        automatic_payment_methods: { enabled: true },
         // The reference always rides along: it is how a write whose answer was lost is found.
         metadata: { ...input.metadata, kassa_transaction_id: input.reference },
+        // A payment that saves the card for renewals takes cards only: a subscription renews a card
+        // (brand, last 4, expiry), and a method saved without one (Link, a bank debit) would leave a
+        // paid signup with no subscription. Other payments take whatever the account has enabled.
         ...(input.saveCardFor
-          ? { customer: input.saveCardFor, setup_future_usage: 'off_session' as const }
-          : {}),
+          ? {
+              customer: input.saveCardFor,
+              setup_future_usage: 'off_session' as const,
+              allowed_payment_method_types: CARD_ONLY,
+            }
+          : { automatic_payment_methods: { enabled: true } }),
       },
       { idempotencyKey: input.idempotencyKey },
     );
@@ -104,7 +116,15 @@ export class StripeProvider implements PaymentProvider {
     const options = { idempotencyKey: input.idempotencyKey };
     let providerPaymentId = input.payment.providerPaymentId;
     if (providerPaymentId === null) {
-      const earlier = await this.madeEarlier(input.customerId, input.payment.reference);
+      let earlier: Stripe.PaymentIntent | null;
+      try {
+        earlier = await this.madeEarlier(input.customerId, input.payment.reference);
+      } catch (error) {
+        // Stripe refused the read (a revoked key, a rate limit): nothing was made, and that is the answer.
+        const outcome = outcomeOfError(error);
+        if (outcome.status !== 'failed') throw error;
+        return { outcome, payment: null };
+      }
       // Charged (or being charged) already: that is the answer, with no new charge.
       if (earlier && ['succeeded', 'processing', 'requires_capture'].includes(earlier.status))
         return { outcome: outcomeOfIntent(earlier), payment: await this.stateOf(earlier) };
@@ -193,7 +213,8 @@ export class StripeProvider implements PaymentProvider {
       {
         customer: input.customerId,
         usage: 'off_session',
-        automatic_payment_methods: { enabled: true },
+        // Saved for a subscription's renewals: a card, nothing else (as openPayment's saveCardFor).
+        allowed_payment_method_types: CARD_ONLY,
         metadata: { ...input.metadata, kassa_reference: input.reference },
       },
       { idempotencyKey: input.idempotencyKey },

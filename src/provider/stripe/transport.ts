@@ -32,6 +32,7 @@ type StripeErrorLike = {
   statusCode?: number;
   code?: string;
   decline_code?: string;
+  param?: string;
   message?: string;
   payment_intent?: Stripe.PaymentIntent;
   setup_intent?: Stripe.SetupIntent;
@@ -39,6 +40,10 @@ type StripeErrorLike = {
 
 export function isStripeError(error: unknown): error is StripeErrorLike & Error {
   return error instanceof Error && typeof (error as StripeErrorLike).type === 'string' && 'rawType' in error;
+}
+
+function aboutPaymentMethod(error: StripeErrorLike): boolean {
+  return error.param === 'payment_method' || (error.code ?? '').startsWith('payment_method_');
 }
 
 /** The outcome of a write that threw. */
@@ -53,12 +58,26 @@ export function outcomeOfError(error: unknown): ProviderOutcome {
     case 'StripeInvalidRequestError':
       // 409: the same key is still being processed; its outcome is not known yet.
       if (error.statusCode === 409) return { status: 'unknown', reason: message };
-      return { status: 'failed', code: error.code ?? 'invalid_request', message, retryable: false };
+      return {
+        status: 'failed',
+        code: error.code ?? 'invalid_request',
+        message,
+        retryable: false,
+        // A refusal about the customer's payment method (detached, unusable) is theirs to fix; any other
+        // invalid request is Kassa's or the account's (configuration), not the customer's.
+        providerError: !aboutPaymentMethod(error),
+      };
     case 'StripeRateLimitError':
-      return { status: 'failed', code: 'rate_limited', message, retryable: true };
+      return { status: 'failed', code: 'rate_limited', message, retryable: true, providerError: true };
     case 'StripeAuthenticationError':
     case 'StripePermissionError':
-      return { status: 'failed', code: 'provider_authentication', message, retryable: false };
+      return {
+        status: 'failed',
+        code: 'provider_authentication',
+        message,
+        retryable: false,
+        providerError: true,
+      };
     default:
       // StripeAPIError (5xx), StripeConnectionError, StripeIdempotencyError: Stripe may have acted.
       return { status: 'unknown', reason: `${error.type}: ${message}` };

@@ -1,6 +1,6 @@
 // The fake Stripe's test payment methods: Stripe's own test ids (pm_card_visa, …), each scripted as Stripe
 // documents it: success, declines, 3-D Secure always or on setup only, saved-but-declined off-session,
-// and a payment method that stays processing until the test settles it.
+// a payment method that stays processing until the test settles it, and a Link payment method (no card).
 export type CardBehaviour =
   | 'succeed'
   | 'decline'
@@ -10,6 +10,8 @@ export type CardBehaviour =
   | 'processing';
 
 export interface TestCard {
+  /** The payment method's type: a card, or Link (a wallet whose charges carry no card details). */
+  type: 'card' | 'link';
   brand: string;
   last4: string;
   expMonth: number;
@@ -25,6 +27,7 @@ const card = (
   behaviour: CardBehaviour,
   decline?: TestCard['decline'],
 ): TestCard => ({
+  type: 'card',
   brand,
   last4,
   expMonth: 12,
@@ -60,4 +63,9 @@ export const TEST_PAYMENT_METHODS: Record<string, TestCard> = {
   }),
   /** Not one of Stripe's ids: an asynchronous method (like a bank debit) that stays processing. */
   pm_fake_processing: card('visa', '1111', 'processing'),
+  /**
+   * Not one of Stripe's ids: a Link payment method (type link), which the Payment Element offers when the
+   * account enables Link and the intent allows it; its charges succeed and carry no card details.
+   */
+  pm_fake_link: { ...card('link', '', 'succeed'), type: 'link' },
 };

@@ -34,6 +34,38 @@ const AUTH_REQUIRED = {
 
 type Decline = NonNullable<TestCard['decline']>;
 
+/**
+ * allowed_payment_method_types of a create (null: the account's enabled methods). The pinned API version
+ * no longer takes payment_method_types, and Stripe refuses a parameter it does not know.
+ */
+function allowedTypesOf(params: FormObject): string[] | null {
+  if (params.payment_method_types !== undefined)
+    throw invalid('Received unknown parameter: payment_method_types', 'parameter_unknown');
+  const allowed = params.allowed_payment_method_types;
+  if (allowed === undefined) return null;
+  const types = typeof allowed === 'string' ? [allowed] : Object.values(allowed).map(String);
+  if (types.length === 0) throw invalid('Invalid array: allowed_payment_method_types');
+  if (params.automatic_payment_methods !== undefined)
+    throw invalid(
+      'You may only specify one of these parameters: allowed_payment_method_types, automatic_payment_methods.',
+      'parameters_exclusive',
+    );
+  return types;
+}
+
+/** As Stripe: an intent is confirmed only with a payment method of a type it allows. */
+function refuseDisallowed(
+  kind: 'PaymentIntent' | 'SetupIntent',
+  allowed: string[],
+  method: Stripe.PaymentMethod,
+) {
+  if (allowed.includes(method.type)) return;
+  throw invalid(
+    `The PaymentMethod provided (${method.type}) is not allowed for this ${kind}. Please attach a PaymentMethod of one of the following types: ${allowed.join(', ')}. Alternatively, update the allowed payment_method_types for this ${kind} to include "${method.type}".`,
+    kind === 'PaymentIntent' ? 'payment_intent_invalid_parameter' : 'setup_intent_invalid_parameter',
+  );
+}
+
 export class FakeStripeLedger {
   readonly intents = new Map<string, Stripe.PaymentIntent>();
   readonly charges = new Map<string, Stripe.Charge>();
@@ -108,6 +140,7 @@ export class FakeStripeLedger {
       metadata: record(params, 'metadata'),
       customer,
       setupFutureUsage: usage === 'off_session' || usage === 'on_session' ? usage : null,
+      allowedTypes: allowedTypesOf(params),
     });
     this.intents.set(intent.id, intent);
     this.emit('payment_intent.created', intent);
@@ -130,6 +163,7 @@ export class FakeStripeLedger {
       throw invalid('You must provide a payment_method to confirm this PaymentIntent.', 'parameter_missing');
     const customer = typeof intent.customer === 'string' ? intent.customer : null;
     const { method, card } = this.method(methodId, intent.setup_future_usage ? customer : null);
+    refuseDisallowed('PaymentIntent', intent.payment_method_types, method);
     const offSession = text(params, 'off_session') === 'true';
     intent.payment_method = method.id;
     intent.last_payment_error = null;
@@ -443,6 +477,7 @@ export class FakeStripeLedger {
       customer,
       metadata: record(params, 'metadata'),
       usage: text(params, 'usage') ?? 'off_session',
+      allowedTypes: allowedTypesOf(params),
     });
     this.setups.set(created.id, created);
     return created;
@@ -451,6 +486,7 @@ export class FakeStripeLedger {
   confirmSetupIntent(id: string, params: FormObject) {
     const setup = this.setup(id);
     const { method, card } = this.method(text(params, 'payment_method') ?? '', null);
+    refuseDisallowed('SetupIntent', setup.payment_method_types, method);
     setup.payment_method = method.id;
     setup.last_setup_error = null;
     if (card.behaviour === 'decline') {

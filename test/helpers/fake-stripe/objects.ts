@@ -4,6 +4,9 @@ import { randomBytes } from 'node:crypto';
 import type Stripe from 'stripe';
 import type { TestCard } from './cards.ts';
 
+/** The payment methods the fake account has enabled: what an intent without an allowed list offers. */
+export const ACCOUNT_PAYMENT_METHOD_TYPES = ['card', 'link'] as const;
+
 export const now = () => Math.floor(Date.now() / 1000);
 
 export function stripeId(prefix: string): string {
@@ -16,18 +19,20 @@ export function paymentIntent(fields: {
   metadata: Stripe.Metadata;
   customer: string | null;
   setupFutureUsage: Stripe.PaymentIntent.SetupFutureUsage | null;
+  /** allowed_payment_method_types as created, or null: the account's enabled methods (automatic). */
+  allowedTypes: string[] | null;
 }): Stripe.PaymentIntent {
   const id = stripeId('pi');
   return {
     id,
     object: 'payment_intent',
-    allowed_payment_method_types: null,
+    allowed_payment_method_types: fields.allowedTypes,
     amount: fields.amount,
     amount_capturable: 0,
     amount_received: 0,
     application: null,
     application_fee_amount: null,
-    automatic_payment_methods: { enabled: true },
+    automatic_payment_methods: fields.allowedTypes ? null : { enabled: true },
     canceled_at: null,
     cancellation_reason: null,
     capture_method: 'automatic',
@@ -49,7 +54,7 @@ export function paymentIntent(fields: {
     payment_method: null,
     payment_method_configuration_details: null,
     payment_method_options: null,
-    payment_method_types: ['card'],
+    payment_method_types: fields.allowedTypes ?? [...ACCOUNT_PAYMENT_METHOD_TYPES],
     payment_record: null,
     processing: null,
     receipt_email: null,
@@ -111,39 +116,8 @@ export function charge(fields: {
     paid: succeeded,
     payment_intent: intent.id,
     payment_method: method.id,
-    payment_method_details: {
-      type: 'card',
-      card: {
-        amount_authorized: succeeded ? intent.amount : null,
-        authorization_code: succeeded ? '123456' : null,
-        brand: card.brand,
-        checks: null,
-        country: 'US',
-        electronic_commerce_indicator: null,
-        exp_month: card.expMonth,
-        exp_year: card.expYear,
-        funding: 'credit',
-        installments: null,
-        mandate: null,
-        network: card.brand,
-        network_transaction_id: null,
-        regulated_status: 'unregulated',
-        three_d_secure: fields.authenticated
-          ? {
-              authentication_flow: 'challenge',
-              electronic_commerce_indicator: '05',
-              exemption_indicator: null,
-              result: 'authenticated',
-              result_reason: null,
-              transaction_id: stripeId('3ds'),
-              version: '2.2.0',
-            }
-          : null,
-        transaction_link_id: null,
-        wallet: null,
-        last4: card.last4,
-      },
-    },
+    payment_method_details:
+      card.type === 'link' ? { type: 'link', link: { country: 'US' } } : cardDetails(fields),
     receipt_email: null,
     receipt_number: null,
     receipt_url: null,
@@ -160,11 +134,64 @@ export function charge(fields: {
   };
 }
 
-export function paymentMethod(card: TestCard, customer: string | null): Stripe.PaymentMethod {
+/** A card charge's payment_method_details. */
+function cardDetails(fields: {
+  intent: Stripe.PaymentIntent;
+  card: TestCard;
+  status: 'succeeded' | 'failed' | 'pending';
+  authenticated: boolean;
+}): Stripe.Charge.PaymentMethodDetails {
+  const { intent, card } = fields;
+  const succeeded = fields.status === 'succeeded';
   return {
+    type: 'card',
+    card: {
+      amount_authorized: succeeded ? intent.amount : null,
+      authorization_code: succeeded ? '123456' : null,
+      brand: card.brand,
+      checks: null,
+      country: 'US',
+      electronic_commerce_indicator: null,
+      exp_month: card.expMonth,
+      exp_year: card.expYear,
+      funding: 'credit',
+      installments: null,
+      mandate: null,
+      network: card.brand,
+      network_transaction_id: null,
+      regulated_status: 'unregulated',
+      three_d_secure: fields.authenticated
+        ? {
+            authentication_flow: 'challenge',
+            electronic_commerce_indicator: '05',
+            exemption_indicator: null,
+            result: 'authenticated',
+            result_reason: null,
+            transaction_id: stripeId('3ds'),
+            version: '2.2.0',
+          }
+        : null,
+      transaction_link_id: null,
+      wallet: null,
+      last4: card.last4,
+    },
+  };
+}
+
+export function paymentMethod(card: TestCard, customer: string | null): Stripe.PaymentMethod {
+  const common = {
     id: stripeId('pm'),
-    object: 'payment_method',
+    object: 'payment_method' as const,
     billing_details: { address: null, email: null, name: null, phone: null, tax_id: null },
+    created: now(),
+    customer,
+    customer_account: null,
+    livemode: false,
+    metadata: {},
+  };
+  if (card.type === 'link') return { ...common, type: 'link', link: { email: 'customer@example.com' } };
+  return {
+    ...common,
     card: {
       brand: card.brand,
       checks: null,
@@ -180,11 +207,6 @@ export function paymentMethod(card: TestCard, customer: string | null): Stripe.P
       wallet: null,
       last4: card.last4,
     },
-    created: now(),
-    customer,
-    customer_account: null,
-    livemode: false,
-    metadata: {},
     type: 'card',
   };
 }
@@ -248,14 +270,15 @@ export function setupIntent(fields: {
   customer: string;
   metadata: Stripe.Metadata;
   usage: string;
+  allowedTypes: string[] | null;
 }): Stripe.SetupIntent {
   const id = stripeId('seti');
   return {
     id,
     object: 'setup_intent',
-    allowed_payment_method_types: null,
+    allowed_payment_method_types: fields.allowedTypes,
     application: null,
-    automatic_payment_methods: { enabled: true },
+    automatic_payment_methods: fields.allowedTypes ? null : { enabled: true },
     cancellation_reason: null,
     client_secret: `${id}_secret_${randomBytes(12).toString('base64url')}`,
     created: now(),
@@ -272,7 +295,7 @@ export function setupIntent(fields: {
     payment_method: null,
     payment_method_configuration_details: null,
     payment_method_options: null,
-    payment_method_types: ['card'],
+    payment_method_types: fields.allowedTypes ?? [...ACCOUNT_PAYMENT_METHOD_TYPES],
     single_use_mandate: null,
     status: 'requires_payment_method',
     usage: fields.usage,

@@ -14,8 +14,11 @@ import { FakeStripeLedger, StripeApiError } from './ledger.ts';
 export interface FaultRule {
   method: string;
   path: RegExp;
-  /** 500: refused before anything happens; *_after_success: the change is recorded, the answer lost. */
-  mode: '500' | '500_after_success' | 'timeout_after_success';
+  /**
+   * 500: refused before anything happens; 429: rate limited (refused before anything happens, no
+   * idempotent result saved, as Stripe); *_after_success: the change is recorded, the answer lost.
+   */
+  mode: '500' | '429' | '500_after_success' | 'timeout_after_success';
   times: number;
 }
 
@@ -45,6 +48,8 @@ export interface FakeStripe {
   requests: { method: string; path: string; idempotencyKey: string | null }[];
   webhookEndpoints: WebhookEndpointFixture[];
   fail(rule: FaultRule): void;
+  /** Rolls the secret key, as in the Dashboard: the key Kassa holds is refused (401) until `restore`. */
+  rollSecretKey(): { restore: () => void };
   /** What Stripe.js does in the customer's browser: confirm the PaymentIntent with a test payment method. */
   confirmInBrowser(clientSecret: string, paymentMethod: string): Promise<{ status: number; body: unknown }>;
   close(): Promise<void>;
@@ -77,6 +82,7 @@ function listOf<T extends object>(url: string, all: () => Iterable<T>, field: ke
 
 export async function startFakeStripe(): Promise<FakeStripe> {
   const secretKey = `sk_test_fake${randomBytes(12).toString('hex')}`;
+  let acceptedKey = secretKey;
   const publishableKey = `pk_test_fake${randomBytes(12).toString('hex')}`;
   const webhookSecret = `whsec_${randomBytes(24).toString('base64')}`;
   const ledger = new FakeStripeLedger(Stripe.API_VERSION);
@@ -209,7 +215,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     requests.push({ method, path: url.pathname, idempotencyKey: key });
     const auth = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
     const publishable = auth === publishableKey && BROWSER_ROUTES.test(url.pathname);
-    if (auth !== secretKey && !publishable) {
+    if (auth !== acceptedKey && !publishable) {
       return json(response, 401, {
         error: { type: 'invalid_request_error', message: `Invalid API Key provided: ${auth ?? ''}` },
       });
@@ -218,6 +224,15 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     if (fault?.mode === '500')
       return json(response, 500, {
         error: { type: 'api_error', message: 'An unknown error occurred (injected).' },
+      });
+    if (fault?.mode === '429')
+      return json(response, 429, {
+        error: {
+          type: 'invalid_request_error',
+          code: 'rate_limit',
+          message:
+            'Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.',
+        },
       });
     let answer: { status: number; body: unknown };
     let replayed = false;
@@ -283,6 +298,14 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     requests,
     webhookEndpoints,
     fail: (rule) => faults.push({ ...rule }),
+    rollSecretKey() {
+      acceptedKey = `sk_test_fake${randomBytes(12).toString('hex')}`;
+      return {
+        restore: () => {
+          acceptedKey = secretKey;
+        },
+      };
+    },
     async confirmInBrowser(clientSecret, paymentMethod) {
       const id = clientSecret.split('_secret_')[0];
       const kind = id.startsWith('seti_') ? 'setup_intents' : 'payment_intents';
