@@ -119,6 +119,28 @@ describe(`the Stripe connector against the fake Stripe (${DB_KIND})`, () => {
     assert.equal(fake.ledger.chargesOf(charged.payment?.providerPaymentId as string).length, 1);
   });
 
+  test('findSetup reads a setup back by its own key, never another setup of the same reference', async () => {
+    const { customerId, setup, reference } = await customerWithCard('pm_card_visa');
+    assert.equal(setup?.status, 'succeeded');
+    const signupKey = `kassa-setup-${reference}`;
+    assert.equal((await stripe.findSetup(signupKey, customerId))?.setupId, setup?.setupId);
+    // An update-card page's save under its own key that Stripe never received: not found, although
+    // the signup's SetupIntent carries the same reference.
+    assert.equal(await stripe.findSetup(`kassa-setup-${reference}-CS1-1`, customerId), null);
+    const page = await stripe.setupCard({
+      idempotencyKey: `kassa-setup-${reference}-CS1-1`,
+      reference,
+      environment: 'production',
+      customerId,
+      card: null,
+      metadata: {},
+    });
+    const found = await stripe.findSetup(`kassa-setup-${reference}-CS1-1`, customerId);
+    assert.equal(found?.setupId, page.setup?.setupId);
+    assert.notEqual(found?.setupId, setup?.setupId);
+    assert.equal((await stripe.findSetup(signupKey, customerId))?.setupId, setup?.setupId);
+  });
+
   test('authentication_required: a card that always asks for 3-D Secure is declined off-session, not retryable', async () => {
     const { customerId, setup, reference } = await customerWithCard('pm_card_authenticationRequired', true);
     assert.equal(setup?.status, 'succeeded');

@@ -4,7 +4,9 @@
 // The subscription exists only once that succeeds: a decline, a cancel or an expiry makes nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { recordOperation } from '../src/provider/operations/store.ts';
 import { billing, CARDS, card, type Json, pay, syncStatus } from './helpers/checkout.ts';
+import { reconcile } from './helpers/provider-checks.ts';
 import {
   call,
   createTestKey,
@@ -338,5 +340,76 @@ describe(`subscription signup (${DB_KIND})`, () => {
       token: other.token,
     });
     assert.equal(foreign.status, 404);
+  });
+
+  test('an update-card save that never reached the provider is not reconciled to the signup setup of the same subscription', async () => {
+    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body: { name: 'Box lost save', amount: '20.00', interval: 'month', environment: 'sandbox' },
+    });
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: plan.body.id,
+      cardNumber: CARDS.insufficient.replaceAll(' ', ''),
+      anchorAt: new Date(Date.UTC(2032, 6, 10)).toISOString(),
+      testClock: true,
+      email: 'lost-save@example.com',
+    });
+    const failed = await call<Json & { status: string; cycles: { attempts: number }[] }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/advance-clock/`,
+      { token: owner.token, body: { days: 1 } },
+    );
+    assert.equal(failed.body.status, 'past_due');
+    const link = await call<{ url: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/update-card-link/`,
+      { token: owner.token },
+    );
+    assert.equal(link.status, 200, link.text);
+    const page = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .selectAll()
+      .where('subscription_public_id', '=', sub.publicId)
+      .where('purpose', '=', 'card_update')
+      .executeTakeFirstOrThrow();
+    // The page's save: its write-ahead row committed, then the process died before the call (the
+    // simulator never saw it). The subscription's reference already names the signup's setup there.
+    const customerId = page.provider_customer_id ?? '';
+    await recordOperation(
+      server.ctx.db,
+      {
+        kind: 'signup_setup',
+        idempotencyKey: `kassa-setup-${sub.publicId}-${page.public_id}-1`,
+        provider: 'simulator',
+        environment: 'sandbox',
+        organizationId: owner.organizationId,
+        subjectType: 'checkout_session',
+        subjectId: page.id,
+        reference: sub.publicId,
+        context: { customer_id: customerId },
+      },
+      new Date(Date.now() - 10 * 60_000).toISOString(),
+      server.ctx.config.reconcileScheduleMs,
+    );
+    await reconcile(server.ctx);
+    const after = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .select('completed_at')
+      .where('id', '=', page.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(after.completed_at, null, 'the page is not used up by a setup it never made');
+    const still = await detail(sub.publicId);
+    assert.equal(still.status, 'past_due');
+    assert.equal(still.cycles[0].attempts, failed.body.cycles[0].attempts, 'no retry on the old card');
+    // The customer can still give the new card on the page.
+    const token = link.body.url.split('/').pop() ?? '';
+    const saved = await pay(server, token);
+    assert.equal(saved.status, 200, saved.text);
+    const paid = await detail(sub.publicId);
+    assert.equal(paid.status, 'active');
+    assert.equal((paid.card as { last4: string }).last4, '4242');
   });
 });

@@ -260,8 +260,12 @@ export interface PaymentProvider {
   createCustomer(input: CreateCustomerInput): Promise<{ customerId: string }>;
   setupCard(input: SetupCardInput): Promise<SetupWrite>;
   getSetup(setupId: string): Promise<ProviderSetupState | null>;
-  /** The setup made for one of our references on a customer, or null when the provider has none. */
-  findSetup(reference: string, customerId: string): Promise<ProviderSetupState | null>;
+  /**
+   * The setup made under one idempotency key (the write-ahead row's) on a customer, or null when the
+   * provider has none. By key, not by reference: every setup of a subscription (its signup's, each
+   * update-card page's) shares the subscription's reference, and an older one is not this write.
+   */
+  findSetup(idempotencyKey: string, customerId: string): Promise<ProviderSetupState | null>;
 
   /** Resolves to a failed state for an immediate refusal; throws only on transport errors. */
   createRefund(input: CreateRefundInput): Promise<ProviderRefundState>;

@@ -458,12 +458,16 @@ export async function syncSetupById(ctx: AppContext, setupId: string): Promise<v
   if (session) await syncTrialSignup(ctx, session);
 }
 
-/** The reconciler's side of a trial's setup whose answer was lost: read back by reference, never made twice. */
+/**
+ * The reconciler's side of a trial's setup whose answer was lost: read back by the operation's own key
+ * (never by the subscription's reference, which the signup's setup and every update-card page's share:
+ * a save that never happened must not find an older setup's card), never made twice.
+ */
 const signupSetup: OperationHandler = {
   async read(ctx, operation) {
     const provider = ctx.providers.named(operation.provider);
     const customerId = String((JSON.parse(operation.context) as { customer_id?: string }).customer_id ?? '');
-    const setup = await provider.findSetup(operation.reference, customerId);
+    const setup = await provider.findSetup(operation.idempotency_key, customerId);
     if (!setup) return { outcome: null };
     if (setup.status === 'requires_action' || setup.status === 'processing') return { outcome: null };
     await applySetup(ctx, operation.subject_id, setup, provider.name);

@@ -168,7 +168,7 @@ export async function setupSimCard(sim: SimContext, input: SetupCardInput): Prom
 
 export async function readSimSetup(
   sim: SimContext,
-  column: 'setup_id' | 'reference',
+  column: 'setup_id' | 'idempotency_key',
   value: string,
 ): Promise<ProviderSetupState | null> {
   const row = await sim.db

@@ -92,8 +92,8 @@ export class SimulatorProvider implements PaymentProvider {
     return readSimSetup(this.sim, 'setup_id', setupId);
   }
 
-  findSetup(reference: string) {
-    return readSimSetup(this.sim, 'reference', reference);
+  findSetup(idempotencyKey: string) {
+    return readSimSetup(this.sim, 'idempotency_key', idempotencyKey);
   }
 
   createRefund(input: CreateRefundInput) {

@@ -215,7 +215,13 @@ export class StripeProvider implements PaymentProvider {
         usage: 'off_session',
         // Saved for a subscription's renewals: a card, nothing else (as openPayment's saveCardFor).
         allowed_payment_method_types: CARD_ONLY,
-        metadata: { ...input.metadata, kassa_reference: input.reference },
+        // The key again in the metadata: Stripe keeps idempotency keys 24 hours and cannot be searched
+        // by them; findSetup reads this back.
+        metadata: {
+          ...input.metadata,
+          kassa_reference: input.reference,
+          kassa_idempotency_key: input.idempotencyKey,
+        },
       },
       { idempotencyKey: input.idempotencyKey },
     );
@@ -239,10 +245,12 @@ export class StripeProvider implements PaymentProvider {
     return orNull(async () => this.setupState(await stripe.setupIntents.retrieve(setupId)));
   }
 
-  async findSetup(reference: string, customerId: string): Promise<ProviderSetupState | null> {
+  async findSetup(idempotencyKey: string, customerId: string): Promise<ProviderSetupState | null> {
     const stripe = await this.api();
     const list = await stripe.setupIntents.list({ customer: customerId, limit: 100 });
-    const intent = list.data.find((candidate) => candidate.metadata?.kassa_reference === reference);
+    const intent = list.data.find(
+      (candidate) => candidate.metadata?.kassa_idempotency_key === idempotencyKey,
+    );
     return intent ? this.setupState(intent) : null;
   }
 
