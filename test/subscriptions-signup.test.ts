@@ -4,6 +4,7 @@
 // The subscription exists only once that succeeds: a decline, a cancel or an expiry makes nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { sha256Hex } from '../src/lib/ids.ts';
 import { recordOperation } from '../src/provider/operations/store.ts';
 import { billing, CARDS, card, type Json, pay, syncStatus } from './helpers/checkout.ts';
 import { reconcile } from './helpers/provider-checks.ts';
@@ -411,5 +412,73 @@ describe(`subscription signup (${DB_KIND})`, () => {
     const paid = await detail(sub.publicId);
     assert.equal(paid.status, 'active');
     assert.equal((paid.card as { last4: string }).last4, '4242');
+  });
+
+  /** The checkout's time runs out now (as if the customer had taken longer than its expiry). */
+  const expireCheckout = (token: string) =>
+    server.ctx.db
+      .updateTable('checkout_sessions')
+      .set({ expires_at: new Date(Date.now() - 1000).toISOString() })
+      .where('token_hash', '=', sha256Hex(token))
+      .execute();
+
+  test('a trial signup whose 3-D Secure approval comes after its checkout expired creates nothing', async () => {
+    const email = 'late-approval@example.com';
+    const started = await start(trial, billing({ billing_email: email }));
+    const asked = await pay(server, started.token, THREE_DS);
+    assert.equal(asked.body.outcome, 'requires_action', asked.text);
+    await expireCheckout(started.token);
+    await call(server, 'POST', (asked.body.next_action as { url: string }).url, {
+      body: { answer: 'approve' },
+    });
+    assert.deepEqual(await subscriptionsOf(email), [], 'no subscription from an expired signup');
+    assert.notEqual((await syncStatus(server, started.token)).body.status, 'SUCCESS');
+    assert.deepEqual(await subscriptionsOf(email), []);
+    const session = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .select('completed_at')
+      .where('token_hash', '=', sha256Hex(started.token))
+      .executeTakeFirstOrThrow();
+    assert.equal(session.completed_at, null);
+  });
+
+  test('an update-card page whose 3-D Secure approval comes after the page expired replaces no card', async () => {
+    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body: { name: 'Box late card', amount: '20.00', interval: 'month', environment: 'sandbox' },
+    });
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: plan.body.id,
+      cardNumber: CARDS.insufficient.replaceAll(' ', ''),
+      anchorAt: new Date(Date.UTC(2032, 8, 10)).toISOString(),
+      testClock: true,
+      email: 'late-card@example.com',
+    });
+    const failed = await call<Json & { status: string; cycles: { attempts: number }[] }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/advance-clock/`,
+      { token: owner.token, body: { days: 1 } },
+    );
+    assert.equal(failed.body.status, 'past_due');
+    const link = await call<{ url: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/update-card-link/`,
+      { token: owner.token },
+    );
+    const token = link.body.url.split('/').pop() ?? '';
+    const asked = await pay(server, token, THREE_DS);
+    assert.equal(asked.body.outcome, 'requires_action', asked.text);
+    await expireCheckout(token);
+    await call(server, 'POST', (asked.body.next_action as { url: string }).url, {
+      body: { answer: 'approve' },
+    });
+    await syncStatus(server, token);
+    const after = await detail(sub.publicId);
+    assert.equal((after.card as { last4: string }).last4, '9995', 'the saved card is unchanged');
+    assert.equal(after.status, 'past_due');
+    assert.equal(after.cycles[0].attempts, failed.body.cycles[0].attempts, 'no retry on the late card');
   });
 });

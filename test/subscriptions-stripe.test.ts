@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
+import { sha256Hex } from '../src/lib/ids.ts';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { syncSetupById } from '../src/modules/subscriptions/signup.ts';
 import { billing } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { reconcile } from './helpers/provider-checks.ts';
@@ -139,6 +141,33 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.equal((await fake.confirmInBrowser(setup, 'pm_card_visa')).status, 200);
     await call(server, 'POST', '/api/checkout/sync-status/', { body: { token: trialToken } });
     assert.equal((await subscriptionOf(trialEmail))?.status, 'trialing');
+  });
+
+  test("a trial's SetupIntent confirmed after its signup checkout expired creates nothing (sync and webhook)", async () => {
+    offsetMs = 0;
+    const email = 'stripe-late-setup@example.com';
+    const token = await start(
+      await plan({ name: 'Late trial', amount: '5.00', interval: 'month', trial_days: 7 }),
+      email,
+    );
+    const secret = (await hostedStep(server, token)).provider.client_secret as string;
+    const session = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .select(['id', 'expires_at'])
+      .where('token_hash', '=', sha256Hex(token))
+      .executeTakeFirstOrThrow();
+    offsetMs = Date.parse(session.expires_at) - Date.now() + 60_000;
+    assert.equal((await fake.confirmInBrowser(secret, 'pm_card_visa')).status, 200);
+    await call(server, 'POST', '/api/checkout/sync-status/', { body: { token } });
+    await syncSetupById(server.ctx, secret.split('_secret_')[0]);
+    assert.equal(await subscriptionOf(email), undefined, 'an expired signup makes no subscription');
+    const after = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .select('completed_at')
+      .where('id', '=', session.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(after.completed_at, null);
+    offsetMs = 0;
   });
 
   test('a signup paid with a method that saved no card (a PaymentIntent opened with every method, before cards only) is flagged, not ignored', async () => {

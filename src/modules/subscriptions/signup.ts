@@ -7,7 +7,9 @@
 //   with a trial nothing is charged: the card is only saved (a setup, kassa-setup-{SU id}-{n}), with
 //   3-D Secure where the card asks for it;
 // - once that succeeds, and only then, the subscription exists: active with its period 0 paid, or
-//   trialing until the trial's end. A signup checkout that expires or is canceled makes nothing.
+//   trialing until the trial's end. A signup checkout that expires or is canceled makes nothing, even
+//   when its setup succeeds later (a 3-D Secure approval or a SetupIntent finished after the expiry:
+//   applySetup).
 // The subscription's id is chosen when the checkout starts, so the first payment carries it.
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
@@ -296,17 +298,27 @@ async function flagUnsavedMethod(trx: Executor, payment: PaymentRow, nowIso: str
     .execute();
 }
 
-/** Records what a setup of a trial signup shows: the subscription on success, the waiting challenge otherwise. */
+/**
+ * Records what a setup of a trial signup shows: the subscription on success, the waiting challenge
+ * otherwise. A setup that succeeds once its checkout is no longer open (expired or canceled; a
+ * 3-D Secure approval, a SetupIntent confirmed or its webhook read after the expiry) acts on nothing:
+ * a signup checkout that expires creates nothing, and an expired update-card page replaces no card.
+ * The card it saved stays on the provider's customer, unused (no subscription names it, so nothing ever
+ * charges it); no money moved, so the customer only has to start again.
+ */
 async function applySetup(
   ctx: AppContext,
   sessionId: number,
   setup: ProviderSetupState | null,
   providerName: string,
 ) {
+  let applied = false;
   const after = await ctx.db.transaction().execute(async (trx) => {
     const session = await checkouts.lockSession(trx, sessionId);
-    const nowIso = ctx.clock().toISOString();
-    if (setup?.status === 'succeeded') {
+    const now = ctx.clock();
+    const nowIso = now.toISOString();
+    if (setup?.status === 'succeeded' && checkoutState(session, undefined, now) === 'open') {
+      applied = true;
       if (session.purpose === 'card_update') await replaceCard(trx, session, setup.savedCard, nowIso);
       else await activateSignup(trx, session, null, setup.savedCard, providerName, nowIso);
     }
@@ -322,7 +334,7 @@ async function applySetup(
     return checkouts.lockSession(trx, sessionId);
   });
   // A new card retries a period being dunned at once (dunning stays on its schedule otherwise).
-  if (after.purpose === 'card_update' && after.completed_at !== null && setup?.status === 'succeeded') {
+  if (applied && after.purpose === 'card_update' && after.completed_at !== null) {
     await retryWithNewCard(ctx, after);
   }
   return after;
