@@ -481,4 +481,57 @@ describe(`subscription signup (${DB_KIND})`, () => {
     assert.equal(after.status, 'past_due');
     assert.equal(after.cycles[0].attempts, failed.body.cycles[0].attempts, 'no retry on the late card');
   });
+
+  test('a new card given on day 10 and declined is retried on the schedule counted from the change, not at once', async () => {
+    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body: { name: 'Box day ten', amount: '20.00', interval: 'month', environment: 'sandbox' },
+    });
+    const anchor = Date.UTC(2032, 10, 10);
+    // Always asks for 3-D Secure: declined off-session (authentication_required), a new card is needed.
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: plan.body.id,
+      cardNumber: THREE_DS,
+      anchorAt: new Date(anchor).toISOString(),
+      testClock: true,
+      email: 'day-ten@example.com',
+    });
+    const advance = (days: number) =>
+      call<Json & { status: string; cycles: { attempts: number; next_attempt_at: string | null }[] }>(
+        server,
+        'POST',
+        `/api/subscriptions/${sub.publicId}/advance-clock/`,
+        { token: owner.token, body: { days } },
+      );
+    assert.equal((await advance(1)).body.cycles[0].attempts, 1);
+    const day10 = await advance(9);
+    assert.equal(day10.body.status, 'past_due');
+    assert.equal(day10.body.cycles[0].attempts, 1, 'waiting for a new card: no tries meanwhile');
+    const link = await call<{ url: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/${sub.publicId}/update-card-link/`,
+      { token: owner.token },
+    );
+    const token = link.body.url.split('/').pop() ?? '';
+    // The new card is saved, then declined off-session for insufficient funds (a retryable decline).
+    const saved = await pay(server, token, CARDS.insufficient);
+    assert.equal(saved.status, 200, saved.text);
+    const changed = await detail(sub.publicId);
+    assert.equal((changed.card as { last4: string }).last4, '9995');
+    const cycle = changed.cycles[0] as { attempts: number; next_attempt_at: string };
+    assert.equal(cycle.attempts, 2, 'one try on the new card, not the missed ones back to back');
+    const changedAt = Date.parse(String(changed.test_clock_at ?? ''));
+    assert.ok(changedAt >= anchor + 10 * DAY, `the change is on day 10: ${changed.test_clock_at}`);
+    assert.equal(
+      Date.parse(cycle.next_attempt_at),
+      changedAt + 2 * DAY,
+      'the next try keeps the schedule spacing after the change',
+    );
+    assert.equal((await advance(1)).body.cycles[0].attempts, 2, 'nothing due the day after');
+    const later = await advance(1);
+    assert.equal(later.body.cycles[0].attempts, 3);
+    assert.equal(later.body.status, 'past_due');
+  });
 });
