@@ -1,14 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  afterTry,
-  giveUp,
-  isFinalDecline,
-  MAX_TRIES,
-  nextAttemptAt,
-  RETRY_DAYS,
-  scheduleStartAfterCardChange,
-} from './dunning.ts';
+import { afterTry, giveUp, isFinalDecline, MAX_TRIES, nextAttemptAt, RETRY_DAYS } from './dunning.ts';
 
 // The numbers are decisions.md's ("Dunning": retries 1, 3, 7 and 14 days after the first try, 5 tries;
 // past_due meanwhile; expired, stolen, requires a new card stop the retries and mail the update-card
@@ -101,31 +93,4 @@ test('a decline no retry can fix stops the retries, mails the update-card link, 
   for (const code of ['insufficient_funds', 'card_declined', 'processing_error', null]) {
     assert.equal(isFinalDecline(code), false, String(code));
   }
-});
-
-test('a new card on day 10 after one try: tried then, the next tries 2, 6 and 13 days after it, 5 in all', () => {
-  const day = (n: number) => new Date(first.getTime() + n * 86_400_000);
-  const start = scheduleStartAfterCardChange(first, 1, day(10));
-  assert.equal(iso(start), iso(day(9)), 'the try on the new card takes the place of the day-1 try');
-  assert.equal(iso(afterTry(start, 2, declined).nextAttemptAt), iso(day(12)));
-  assert.equal(iso(afterTry(start, 3, declined).nextAttemptAt), iso(day(16)));
-  assert.equal(iso(afterTry(start, 4, declined).nextAttemptAt), iso(day(23)));
-  assert.equal(afterTry(start, 5, declined).cycleStatus, 'uncollectible');
-  // A final decline of the new card waits for another one until the moved last try's day.
-  assert.equal(
-    iso(afterTry(start, 2, { succeeded: false, declineCode: 'expired_card' }).nextAttemptAt),
-    iso(day(23)),
-  );
-});
-
-test('a new card given before the next scheduled try leaves the schedule where it was', () => {
-  const day = (n: number) => new Date(first.getTime() + n * 86_400_000);
-  // Tries on days 0 and 1; the card changes on day 2, before the day-3 try: the schedule stays.
-  assert.equal(iso(scheduleStartAfterCardChange(first, 2, day(2))), iso(first));
-  // Tries on days 0, 1 and 3; the card changes on day 9, two days after the missed day-7 try.
-  assert.equal(iso(scheduleStartAfterCardChange(first, 3, day(9))), iso(day(2)));
-  assert.equal(iso(afterTry(day(2), 4, declined).nextAttemptAt), iso(day(16)));
-  // Nothing to move with no try made or every try made.
-  assert.equal(iso(scheduleStartAfterCardChange(first, 0, day(9))), iso(first));
-  assert.equal(iso(scheduleStartAfterCardChange(first, MAX_TRIES, day(20))), iso(first));
 });

@@ -10,12 +10,6 @@
 // (that is the next try); with no new card by then, `giveUp` closes it as after a failed last try.
 // A final decline on the last try ends the cycle at once. An unknown outcome is not a try result: the
 // worker reconciles it with the provider first, and never charges again meanwhile.
-//
-// A new card (the update-card page) is tried at once, and the schedule then counts from that change
-// (`scheduleStartAfterCardChange`): the try on the new card takes the place of the next scheduled try,
-// and the later tries keep the schedule's spacing after it, so a card given on day 10 of a cycle that
-// waited since day 0 is not tried 2, 3 and 4 times back to back when it is declined. The schedule only
-// moves later, never earlier, and the 5 tries in all stay.
 import { isRetryableDecline } from '../../provider/types.ts';
 
 /** Days after the first try at which tries 2, 3, 4 and 5 are made. */
@@ -53,17 +47,6 @@ export function nextAttemptAt(firstTryAt: Date, triesMade: number): Date | null 
     throw new RangeError(`tries made must be 1 or more, not ${triesMade}`);
   if (triesMade >= MAX_TRIES) return null;
   return new Date(firstTryAt.getTime() + RETRY_DAYS[triesMade - 1] * DAY_MS);
-}
-
-/**
- * The time a cycle's retry schedule counts from (its `first_attempt_at`, which `afterTry` takes) once
- * the customer gives a new card at `changedAt`, after `triesMade` tries counted from `scheduleStart`:
- * moved so that try `triesMade + 1` falls at the change, unless the schedule already had it later.
- */
-export function scheduleStartAfterCardChange(scheduleStart: Date, triesMade: number, changedAt: Date): Date {
-  if (!Number.isInteger(triesMade) || triesMade < 1 || triesMade >= MAX_TRIES) return scheduleStart;
-  const moved = changedAt.getTime() - RETRY_DAYS[triesMade - 1] * DAY_MS;
-  return new Date(Math.max(scheduleStart.getTime(), moved));
 }
 
 const uncollectible: DunningStep = {

@@ -36,7 +36,6 @@ import { assertAllowedRedirect, redirectOriginsOf } from '../organizations/redir
 import { getOrganization } from '../organizations/service.ts';
 import type { StartLinkInput } from '../payment-links/schemas.ts';
 import type { PaymentRow } from '../payments/table.ts';
-import { scheduleStartAfterCardChange } from './dunning.ts';
 import { billingAnchor, periodBounds } from './periods.ts';
 import { runRenewals } from './renew.ts';
 import type { SubscriptionPlanRow, SubscriptionRow } from './table.ts';
@@ -556,40 +555,17 @@ async function replaceCard(
     })
     .where('public_id', '=', session.subscription_public_id)
     .where('status', '<>', 'canceled')
-    .returning(['id', 'test_clock_at'])
+    .returning('id')
     .executeTakeFirst();
   if (!updated) return;
-  // The period being dunned is due again now, on the new card (its tries so far still count, the
-  // total stays 5), and its later retries count from this change (dunning.ts), on the subscription's
-  // own time (a sandbox test clock's, when it has one).
-  const changedAt = updated.test_clock_at ?? nowIso;
-  const dunned = await trx
-    .selectFrom('subscription_cycles')
-    .select(['id', 'attempts', 'first_attempt_at'])
+  // The period being dunned is due again now, on the new card (its tries so far still count).
+  await trx
+    .updateTable('subscription_cycles')
+    .set({ next_attempt_at: nowIso, needs_new_card: 0, updated_at: nowIso })
     .where('subscription_id', '=', updated.id)
     .where('status', '=', 'retrying')
     .where('next_attempt_at', 'is not', null)
     .execute();
-  for (const cycle of dunned) {
-    const scheduleStart =
-      cycle.first_attempt_at === null
-        ? null
-        : scheduleStartAfterCardChange(
-            new Date(cycle.first_attempt_at),
-            Number(cycle.attempts),
-            new Date(changedAt),
-          ).toISOString();
-    await trx
-      .updateTable('subscription_cycles')
-      .set({
-        next_attempt_at: changedAt,
-        first_attempt_at: scheduleStart,
-        needs_new_card: 0,
-        updated_at: nowIso,
-      })
-      .where('id', '=', cycle.id)
-      .execute();
-  }
   await trx
     .updateTable('checkout_sessions')
     .set({ completed_at: nowIso })

@@ -70,10 +70,6 @@ export interface SubscriptionCyclesTable {
   status: CycleStatus;
   /** Tries made, 0–5 (dunning.ts). */
   attempts: Generated<number>;
-  /**
-   * When the retry schedule counts from: the first try, moved later when the customer gives a new card
-   * (dunning.ts scheduleStartAfterCardChange).
-   */
   first_attempt_at: string | null;
   /** When the worker next looks at the cycle (a try, or the give-up time); null when it is over. */
   next_attempt_at: string | null;
