@@ -8,7 +8,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { reconcileOperation } from '../src/provider/operations/reconciler.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
+import { operationHandlers } from '../src/worker/loops.ts';
 import {
   call,
   createTestKey,
@@ -51,6 +53,7 @@ describe(`subscription renewals (${DB_KIND})`, () => {
   let owner: Merchant;
   let monthly: string;
   let sandboxMonthly: string;
+  let sandboxWeekly: string;
 
   before(async () => {
     server = await startTestServer({ worker: false });
@@ -68,6 +71,12 @@ describe(`subscription renewals (${DB_KIND})`, () => {
       name: 'Sandbox monthly',
       amount: '9.99',
       interval: 'month',
+      environment: 'sandbox',
+    });
+    sandboxWeekly = await plan({
+      name: 'Sandbox weekly',
+      amount: '3.00',
+      interval: 'week',
       environment: 'sandbox',
     });
   });
@@ -275,6 +284,121 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.ok(
       theirs.some((mail) => /Subject: Your Sandbox monthly subscription with Renewals has ended/.test(mail)),
     );
+  });
+
+  const cancelAtPeriodEnd = async (id: string) => {
+    const response = await call<Subscription>(server, 'POST', `/api/subscriptions/${id}/cancel/`, {
+      token: owner.token,
+      body: { at_period_end: true },
+    });
+    assert.equal(response.status, 200, response.text);
+  };
+  const cardSucceeds = (paymentMethodId: string) =>
+    simulatorDb(server.ctx.db)
+      .updateTable('sim_payment_methods')
+      .set({ behaviour: 'succeed' })
+      .where('payment_method_id', '=', paymentMethodId)
+      .execute();
+  const WEEK_ANCHOR = new Date(Date.UTC(2031, 2, 3, 9, 30));
+  const WEEK_END = '2031-03-10T09:30:00.000Z';
+
+  test('past due with a cancel at the period end: canceled then (merchant), the cycle void, no try after', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    let state = await advance(sub.publicId, 1);
+    assert.equal(state.status, 'past_due');
+    assert.equal(state.cycles[0].attempts, 2);
+    await cancelAtPeriodEnd(sub.publicId);
+    // Tries at +3 days (before the end) still run; the one due at +7 days, the period's end, does not.
+    state = await advance(sub.publicId, 8);
+    assert.equal(state.status, 'canceled');
+    assert.equal(state.cancel_reason, 'merchant');
+    assert.equal(state.canceled_at, WEEK_END);
+    assert.equal(state.cycles.length, 1);
+    assert.deepEqual(
+      [state.cycles[0].status, state.cycles[0].attempts, state.cycles[0].next_attempt_at],
+      ['void', 3, null],
+    );
+    const [payment] = await paymentsOf(sub.id);
+    assert.equal(payment.status, 'canceled');
+    // The customer's card would now pay: nothing is ever charged again (the +14 days try is gone).
+    await cardSucceeds(sub.paymentMethodId);
+    state = await advance(sub.publicId, 14);
+    assert.equal(state.cycles.length, 1);
+    assert.equal(state.cycles[0].attempts, 3);
+    assert.equal(state.cancel_reason, 'merchant');
+    assert.deepEqual(
+      (await paymentsOf(sub.id)).map((row) => row.status),
+      ['canceled'],
+    );
+    const attempts = await server.ctx.db
+      .selectFrom('deposit_attempts')
+      .select('status')
+      .where('payment_id', '=', payment.id)
+      .execute();
+    assert.equal(attempts.length, 3, 'tries at +0, +1 and +3 days only');
+  });
+
+  test('a try in flight at the period end of a cancel: the cancel waits; a late success is kept, canceled at the period end', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    await advance(sub.publicId, 1);
+    await cancelAtPeriodEnd(sub.publicId);
+    // The third try (at +3 days) is charged, but its answer is lost: in flight across the period's end.
+    await cardSucceeds(sub.paymentMethodId);
+    const simulator = server.ctx.providers.simulator as unknown as { sim: { fault: string | null } };
+    simulator.sim.fault = 'timeout_after_success';
+    let state: Subscription;
+    try {
+      state = await advance(sub.publicId, 2);
+    } finally {
+      simulator.sim.fault = null;
+    }
+    assert.equal(state.cycles[0].attempts, 3);
+    assert.equal(state.cycles[0].next_attempt_at, null);
+    state = await advance(sub.publicId, 6);
+    assert.equal(state.status, 'past_due', 'the cancel waits for the answer');
+    assert.equal(state.cycles[0].attempts, 3, 'no try at or after the period end');
+    // The reconciler reads the charge back (after the period's end): the period it paid is kept.
+    const [cycle] = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .select('id')
+      .where('subscription_id', '=', sub.id)
+      .execute();
+    const [operation] = await server.ctx.db
+      .selectFrom('provider_operations')
+      .selectAll()
+      .where('subject_type', '=', 'subscription_cycle')
+      .where('subject_id', '=', cycle.id)
+      .where('state', '=', 'unknown')
+      .execute();
+    assert.ok(operation, 'the third try is being reconciled');
+    assert.equal(await reconcileOperation(server.ctx, operationHandlers, operation), true);
+    state = await detail(sub.publicId);
+    assert.equal(state.status, 'canceled');
+    assert.equal(state.cancel_reason, 'merchant');
+    assert.equal(state.canceled_at, WEEK_END);
+    assert.deepEqual([state.cycles[0].status, state.cycles[0].attempts], ['paid', 3]);
+    const payments = await paymentsOf(sub.id);
+    assert.deepEqual(
+      payments.map((row) => row.status),
+      ['paid'],
+    );
+    assert.equal((await settlements([payments[0].id])).length, 1);
+    // The charge was made (+3 days) before canceled_at; nothing follows.
+    state = await advance(sub.publicId, 14);
+    assert.equal(state.cycles.length, 1);
+    assert.equal(state.cycles[0].attempts, 3);
   });
 
   test("advance-clock: sandbox only, 1 to 400 days, the organization's own subscriptions", async () => {
