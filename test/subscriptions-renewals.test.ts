@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { applyProviderState } from '../src/modules/payments/transitions.ts';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { reconcileOperation } from '../src/provider/operations/reconciler.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
@@ -399,6 +400,103 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     state = await advance(sub.publicId, 14);
     assert.equal(state.cycles.length, 1);
     assert.equal(state.cycles[0].attempts, 3);
+  });
+
+  test('a renewal try flagged after its last read is on the payment review and does not block cancel now', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    await advance(sub.publicId, 1);
+    // The third try is charged, its answer lost; every read of it fails until the last: flagged.
+    await cardSucceeds(sub.paymentMethodId);
+    const simulator = server.ctx.providers.simulator as unknown as { sim: { fault: string | null } };
+    simulator.sim.fault = 'timeout_after_success';
+    try {
+      await advance(sub.publicId, 2);
+    } finally {
+      simulator.sim.fault = null;
+    }
+    const [cycle] = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .select('id')
+      .where('subscription_id', '=', sub.id)
+      .execute();
+    const operationOfTry = () =>
+      server.ctx.db
+        .selectFrom('provider_operations')
+        .selectAll()
+        .where('idempotency_key', '=', `kassa-renew-${cycle.id}-3`)
+        .executeTakeFirstOrThrow();
+    await server.ctx.db
+      .updateTable('provider_operations')
+      .set({ reads: server.ctx.config.reconcileScheduleMs.length - 1 })
+      .where('id', '=', (await operationOfTry()).id)
+      .execute();
+    const unreachable = {
+      renewal_charge: {
+        read: async () => {
+          throw new Error('provider unreachable');
+        },
+      },
+    };
+    assert.equal(await reconcileOperation(server.ctx, unreachable, await operationOfTry()), false);
+    assert.equal((await operationOfTry()).state, 'flagged');
+    // Its last read comes a day after the try: the try's lease has long run out.
+    await server.ctx.db
+      .updateTable('subscription_cycles')
+      .set({ lease_until: new Date(Date.now() - 1000).toISOString() })
+      .where('id', '=', cycle.id)
+      .execute();
+    // The operator sees it on the renewal payment, in the detail and in the list.
+    const [payment] = await paymentsOf(sub.id);
+    type Review = { state: string; operation: string; reason: string | null } | null;
+    const reviewOf = async () => {
+      const shown = await call<{ provider_review: Review }>(
+        server,
+        'GET',
+        `/api/payments/${payment.public_id}/`,
+        { token: owner.token },
+      );
+      assert.equal(shown.status, 200, shown.text);
+      return shown.body.provider_review;
+    };
+    const review = await reviewOf();
+    assert.deepEqual([review?.state, review?.operation], ['flagged', `kassa-renew-${cycle.id}-3`]);
+    assert.match(review?.reason ?? '', /provider unreachable/);
+    const list = await call<{ results: { id: string; provider_review: Review }[] }>(
+      server,
+      'GET',
+      '/api/payments/?environment=sandbox',
+      { token: owner.token },
+    );
+    assert.equal(list.status, 200, list.text);
+    const listed = list.body.results.find((item) => item.id === payment.public_id);
+    assert.equal(listed?.provider_review?.state, 'flagged', list.text);
+    // Nobody reads a flagged try again: it is not in flight, so cancel now is not a 409 for ever.
+    const canceled = await call<Subscription>(server, 'POST', `/api/subscriptions/${sub.publicId}/cancel/`, {
+      token: owner.token,
+      body: { at_period_end: false },
+    });
+    assert.equal(canceled.status, 200, canceled.text);
+    assert.equal(canceled.body.status, 'canceled');
+    assert.equal(canceled.body.cycles[0].status, 'void');
+    // The provider shows the charge later (a sync or a webhook): a conflict on the canceled payment, never
+    // paid or settled, and the payment's review says so first.
+    const state = await server.ctx.providers.simulator.findPayment(payment.public_id);
+    assert.equal(state?.outcome, 'PAYMENT_SUCCESS');
+    if (!state) return;
+    await server.ctx.db
+      .transaction()
+      .execute((trx) => applyProviderState(trx, payment.id, state, new Date().toISOString()));
+    const [after] = await paymentsOf(sub.id);
+    assert.equal(after.status, 'canceled');
+    assert.ok(after.provider_conflict, 'the late charge is a provider conflict');
+    assert.equal((await settlements([payment.id])).length, 0);
+    assert.deepEqual([(await reviewOf())?.state, (await reviewOf())?.operation], ['flagged', 'payment']);
   });
 
   test("advance-clock: sandbox only, 1 to 400 days, the organization's own subscriptions", async () => {

@@ -750,7 +750,13 @@ const renewalCharge: OperationHandler = {
 
 export const renewalOperationHandlers: OperationHandlers = { [RENEWAL_KIND]: renewalCharge };
 
-/** Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now waits). */
+/**
+ * Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now and the
+ * cancel at the period's end wait). A try flagged after the reconciler's last read is not: nobody will
+ * read it again, so waiting for it would hold the subscription for ever. It is on the payment's review
+ * in the dashboard (payments/review.ts); if the provider later shows it charged after the cycle was
+ * voided, the payment records a provider_conflict instead of becoming paid (applyProviderState).
+ */
 export async function renewalInFlight(
   trx: Executor,
   subscriptionId: number,
@@ -773,7 +779,7 @@ export async function renewalInFlight(
       'in',
       cycles.map((cycle) => cycle.id),
     )
-    .where('state', 'in', ['in_flight', 'unknown', 'flagged'])
+    .where('state', 'in', ['in_flight', 'unknown'])
     .executeTakeFirst();
   return open !== undefined;
 }
