@@ -402,6 +402,59 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.equal(state.cycles[0].attempts, 3);
   });
 
+  test('a try in flight at the period end of a cancel that is then declined: not dunned, canceled at the period end (merchant)', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    await advance(sub.publicId, 1);
+    await cancelAtPeriodEnd(sub.publicId);
+    // The third try (at +3 days) is declined, but its answer is lost: in flight across the period's end.
+    const simulator = server.ctx.providers.simulator;
+    const charge = simulator.chargeSavedCard.bind(simulator);
+    simulator.chargeSavedCard = async (request) => {
+      await charge(request);
+      throw new Error('the answer was lost');
+    };
+    let state: Subscription;
+    try {
+      state = await advance(sub.publicId, 2);
+    } finally {
+      simulator.chargeSavedCard = charge;
+    }
+    assert.deepEqual([state.cycles[0].attempts, state.cycles[0].next_attempt_at], [3, null]);
+    state = await advance(sub.publicId, 6);
+    assert.equal(state.status, 'past_due', 'the cancel waits for the answer');
+    const [operation] = await server.ctx.db
+      .selectFrom('provider_operations')
+      .selectAll()
+      .where('subject_type', '=', 'subscription_cycle')
+      .where('state', '=', 'unknown')
+      .where('reference', '=', (await paymentsOf(sub.id))[0].public_id)
+      .execute();
+    assert.ok(operation, 'the third try is being reconciled');
+    assert.equal(await reconcileOperation(server.ctx, operationHandlers, operation), true);
+    assert.equal(operation.idempotency_key.endsWith('-3'), true);
+    state = await detail(sub.publicId);
+    assert.deepEqual(
+      [state.status, state.cancel_reason, state.canceled_at],
+      ['canceled', 'merchant', WEEK_END],
+    );
+    assert.deepEqual(
+      [state.cycles[0].status, state.cycles[0].attempts, state.cycles[0].next_attempt_at],
+      ['void', 3, null],
+    );
+    assert.deepEqual(
+      (await paymentsOf(sub.id)).map((row) => row.status),
+      ['canceled'],
+    );
+    state = await advance(sub.publicId, 14);
+    assert.equal(state.cycles[0].attempts, 3, 'never tried again');
+  });
+
   test('a renewal try flagged after its last read is on the payment review and does not block cancel now', async () => {
     const sub = await subscribeWithSavedCard(server, {
       organizationId: owner.organizationId,
