@@ -7,8 +7,11 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { applyProviderState } from '../src/modules/payments/transitions.ts';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { reconcileOperation } from '../src/provider/operations/reconciler.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
+import { operationHandlers } from '../src/worker/loops.ts';
 import {
   call,
   createTestKey,
@@ -51,6 +54,7 @@ describe(`subscription renewals (${DB_KIND})`, () => {
   let owner: Merchant;
   let monthly: string;
   let sandboxMonthly: string;
+  let sandboxWeekly: string;
 
   before(async () => {
     server = await startTestServer({ worker: false });
@@ -68,6 +72,12 @@ describe(`subscription renewals (${DB_KIND})`, () => {
       name: 'Sandbox monthly',
       amount: '9.99',
       interval: 'month',
+      environment: 'sandbox',
+    });
+    sandboxWeekly = await plan({
+      name: 'Sandbox weekly',
+      amount: '3.00',
+      interval: 'week',
       environment: 'sandbox',
     });
   });
@@ -275,6 +285,271 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.ok(
       theirs.some((mail) => /Subject: Your Sandbox monthly subscription with Renewals has ended/.test(mail)),
     );
+  });
+
+  const cancelAtPeriodEnd = async (id: string) => {
+    const response = await call<Subscription>(server, 'POST', `/api/subscriptions/${id}/cancel/`, {
+      token: owner.token,
+      body: { at_period_end: true },
+    });
+    assert.equal(response.status, 200, response.text);
+  };
+  const cardSucceeds = (paymentMethodId: string) =>
+    simulatorDb(server.ctx.db)
+      .updateTable('sim_payment_methods')
+      .set({ behaviour: 'succeed' })
+      .where('payment_method_id', '=', paymentMethodId)
+      .execute();
+  const WEEK_ANCHOR = new Date(Date.UTC(2031, 2, 3, 9, 30));
+  const WEEK_END = '2031-03-10T09:30:00.000Z';
+
+  test('past due with a cancel at the period end: canceled then (merchant), the cycle void, no try after', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    let state = await advance(sub.publicId, 1);
+    assert.equal(state.status, 'past_due');
+    assert.equal(state.cycles[0].attempts, 2);
+    await cancelAtPeriodEnd(sub.publicId);
+    // Tries at +3 days (before the end) still run; the one due at +7 days, the period's end, does not.
+    state = await advance(sub.publicId, 8);
+    assert.equal(state.status, 'canceled');
+    assert.equal(state.cancel_reason, 'merchant');
+    assert.equal(state.canceled_at, WEEK_END);
+    assert.equal(state.cycles.length, 1);
+    assert.deepEqual(
+      [state.cycles[0].status, state.cycles[0].attempts, state.cycles[0].next_attempt_at],
+      ['void', 3, null],
+    );
+    const [payment] = await paymentsOf(sub.id);
+    assert.equal(payment.status, 'canceled');
+    // The customer's card would now pay: nothing is ever charged again (the +14 days try is gone).
+    await cardSucceeds(sub.paymentMethodId);
+    state = await advance(sub.publicId, 14);
+    assert.equal(state.cycles.length, 1);
+    assert.equal(state.cycles[0].attempts, 3);
+    assert.equal(state.cancel_reason, 'merchant');
+    assert.deepEqual(
+      (await paymentsOf(sub.id)).map((row) => row.status),
+      ['canceled'],
+    );
+    const attempts = await server.ctx.db
+      .selectFrom('deposit_attempts')
+      .select('status')
+      .where('payment_id', '=', payment.id)
+      .execute();
+    assert.equal(attempts.length, 3, 'tries at +0, +1 and +3 days only');
+  });
+
+  test('a try in flight at the period end of a cancel: the cancel waits; a late success is kept, canceled at the period end', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    await advance(sub.publicId, 1);
+    await cancelAtPeriodEnd(sub.publicId);
+    // The third try (at +3 days) is charged, but its answer is lost: in flight across the period's end.
+    await cardSucceeds(sub.paymentMethodId);
+    const simulator = server.ctx.providers.simulator as unknown as { sim: { fault: string | null } };
+    simulator.sim.fault = 'timeout_after_success';
+    let state: Subscription;
+    try {
+      state = await advance(sub.publicId, 2);
+    } finally {
+      simulator.sim.fault = null;
+    }
+    assert.equal(state.cycles[0].attempts, 3);
+    assert.equal(state.cycles[0].next_attempt_at, null);
+    state = await advance(sub.publicId, 6);
+    assert.equal(state.status, 'past_due', 'the cancel waits for the answer');
+    assert.equal(state.cycles[0].attempts, 3, 'no try at or after the period end');
+    // The reconciler reads the charge back (after the period's end): the period it paid is kept.
+    const [cycle] = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .select('id')
+      .where('subscription_id', '=', sub.id)
+      .execute();
+    const [operation] = await server.ctx.db
+      .selectFrom('provider_operations')
+      .selectAll()
+      .where('subject_type', '=', 'subscription_cycle')
+      .where('subject_id', '=', cycle.id)
+      .where('state', '=', 'unknown')
+      .execute();
+    assert.ok(operation, 'the third try is being reconciled');
+    assert.equal(await reconcileOperation(server.ctx, operationHandlers, operation), true);
+    state = await detail(sub.publicId);
+    assert.equal(state.status, 'canceled');
+    assert.equal(state.cancel_reason, 'merchant');
+    assert.equal(state.canceled_at, WEEK_END);
+    assert.deepEqual([state.cycles[0].status, state.cycles[0].attempts], ['paid', 3]);
+    const payments = await paymentsOf(sub.id);
+    assert.deepEqual(
+      payments.map((row) => row.status),
+      ['paid'],
+    );
+    assert.equal((await settlements([payments[0].id])).length, 1);
+    // The charge was made (+3 days) before canceled_at; nothing follows.
+    state = await advance(sub.publicId, 14);
+    assert.equal(state.cycles.length, 1);
+    assert.equal(state.cycles[0].attempts, 3);
+  });
+
+  test('a try in flight at the period end of a cancel that is then declined: not dunned, canceled at the period end (merchant)', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    await advance(sub.publicId, 1);
+    await cancelAtPeriodEnd(sub.publicId);
+    // The third try (at +3 days) is declined, but its answer is lost: in flight across the period's end.
+    const simulator = server.ctx.providers.simulator;
+    const charge = simulator.chargeSavedCard.bind(simulator);
+    simulator.chargeSavedCard = async (request) => {
+      await charge(request);
+      throw new Error('the answer was lost');
+    };
+    let state: Subscription;
+    try {
+      state = await advance(sub.publicId, 2);
+    } finally {
+      simulator.chargeSavedCard = charge;
+    }
+    assert.deepEqual([state.cycles[0].attempts, state.cycles[0].next_attempt_at], [3, null]);
+    state = await advance(sub.publicId, 6);
+    assert.equal(state.status, 'past_due', 'the cancel waits for the answer');
+    const [operation] = await server.ctx.db
+      .selectFrom('provider_operations')
+      .selectAll()
+      .where('subject_type', '=', 'subscription_cycle')
+      .where('state', '=', 'unknown')
+      .where('reference', '=', (await paymentsOf(sub.id))[0].public_id)
+      .execute();
+    assert.ok(operation, 'the third try is being reconciled');
+    assert.equal(await reconcileOperation(server.ctx, operationHandlers, operation), true);
+    assert.equal(operation.idempotency_key.endsWith('-3'), true);
+    state = await detail(sub.publicId);
+    assert.deepEqual(
+      [state.status, state.cancel_reason, state.canceled_at],
+      ['canceled', 'merchant', WEEK_END],
+    );
+    assert.deepEqual(
+      [state.cycles[0].status, state.cycles[0].attempts, state.cycles[0].next_attempt_at],
+      ['void', 3, null],
+    );
+    assert.deepEqual(
+      (await paymentsOf(sub.id)).map((row) => row.status),
+      ['canceled'],
+    );
+    state = await advance(sub.publicId, 14);
+    assert.equal(state.cycles[0].attempts, 3, 'never tried again');
+  });
+
+  test('a renewal try flagged after its last read is on the payment review and does not block cancel now', async () => {
+    const sub = await subscribeWithSavedCard(server, {
+      organizationId: owner.organizationId,
+      planPublicId: sandboxWeekly,
+      cardNumber: INSUFFICIENT,
+      anchorAt: WEEK_ANCHOR.toISOString(),
+      testClock: true,
+    });
+    await advance(sub.publicId, 1);
+    // The third try is charged, its answer lost; every read of it fails until the last: flagged.
+    await cardSucceeds(sub.paymentMethodId);
+    const simulator = server.ctx.providers.simulator as unknown as { sim: { fault: string | null } };
+    simulator.sim.fault = 'timeout_after_success';
+    try {
+      await advance(sub.publicId, 2);
+    } finally {
+      simulator.sim.fault = null;
+    }
+    const [cycle] = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .select('id')
+      .where('subscription_id', '=', sub.id)
+      .execute();
+    const operationOfTry = () =>
+      server.ctx.db
+        .selectFrom('provider_operations')
+        .selectAll()
+        .where('idempotency_key', '=', `kassa-renew-${cycle.id}-3`)
+        .executeTakeFirstOrThrow();
+    await server.ctx.db
+      .updateTable('provider_operations')
+      .set({ reads: server.ctx.config.reconcileScheduleMs.length - 1 })
+      .where('id', '=', (await operationOfTry()).id)
+      .execute();
+    const unreachable = {
+      renewal_charge: {
+        read: async () => {
+          throw new Error('provider unreachable');
+        },
+      },
+    };
+    assert.equal(await reconcileOperation(server.ctx, unreachable, await operationOfTry()), false);
+    assert.equal((await operationOfTry()).state, 'flagged');
+    // Its last read comes a day after the try: the try's lease has long run out.
+    await server.ctx.db
+      .updateTable('subscription_cycles')
+      .set({ lease_until: new Date(Date.now() - 1000).toISOString() })
+      .where('id', '=', cycle.id)
+      .execute();
+    // The operator sees it on the renewal payment, in the detail and in the list.
+    const [payment] = await paymentsOf(sub.id);
+    type Review = { state: string; operation: string; reason: string | null } | null;
+    const reviewOf = async () => {
+      const shown = await call<{ provider_review: Review }>(
+        server,
+        'GET',
+        `/api/payments/${payment.public_id}/`,
+        { token: owner.token },
+      );
+      assert.equal(shown.status, 200, shown.text);
+      return shown.body.provider_review;
+    };
+    const review = await reviewOf();
+    assert.deepEqual([review?.state, review?.operation], ['flagged', `kassa-renew-${cycle.id}-3`]);
+    assert.match(review?.reason ?? '', /provider unreachable/);
+    const list = await call<{ results: { id: string; provider_review: Review }[] }>(
+      server,
+      'GET',
+      '/api/payments/?environment=sandbox',
+      { token: owner.token },
+    );
+    assert.equal(list.status, 200, list.text);
+    const listed = list.body.results.find((item) => item.id === payment.public_id);
+    assert.equal(listed?.provider_review?.state, 'flagged', list.text);
+    // Nobody reads a flagged try again: it is not in flight, so cancel now is not a 409 for ever.
+    const canceled = await call<Subscription>(server, 'POST', `/api/subscriptions/${sub.publicId}/cancel/`, {
+      token: owner.token,
+      body: { at_period_end: false },
+    });
+    assert.equal(canceled.status, 200, canceled.text);
+    assert.equal(canceled.body.status, 'canceled');
+    assert.equal(canceled.body.cycles[0].status, 'void');
+    // The provider shows the charge later (a sync or a webhook): a conflict on the canceled payment, never
+    // paid or settled, and the payment's review says so first.
+    const state = await server.ctx.providers.simulator.findPayment(payment.public_id);
+    assert.equal(state?.outcome, 'PAYMENT_SUCCESS');
+    if (!state) return;
+    await server.ctx.db
+      .transaction()
+      .execute((trx) => applyProviderState(trx, payment.id, state, new Date().toISOString()));
+    const [after] = await paymentsOf(sub.id);
+    assert.equal(after.status, 'canceled');
+    assert.ok(after.provider_conflict, 'the late charge is a provider conflict');
+    assert.equal((await settlements([payment.id])).length, 0);
+    assert.deepEqual([(await reviewOf())?.state, (await reviewOf())?.operation], ['flagged', 'payment']);
   });
 
   test("advance-clock: sandbox only, 1 to 400 days, the organization's own subscriptions", async () => {

@@ -1,4 +1,5 @@
-// Provider calls of a payment (its card attempts, its provider payment, its refunds) whose outcome Kassa
+// Provider calls of a payment (its card attempts, its provider payment, its refunds, and for a renewal
+// payment the tries of its subscription cycle) whose outcome Kassa
 // does not know: still being read back by the reconciler ("confirming"), or still unknown after its last
 // read, or contradicting Kassa ("flagged": a person must look at the provider's dashboard).
 import type { Executor } from '../../db/database.ts';
@@ -7,7 +8,10 @@ import type { OperationRow } from '../../provider/operations/table.ts';
 
 export interface ProviderReview {
   state: 'confirming' | 'flagged';
-  /** The call, by its idempotency key (kassa-pay-TX…-1, kassa-refund-RF…), or "payment" for a conflict. */
+  /**
+   * The call, by its idempotency key (kassa-pay-TX…-1, kassa-refund-RF…, kassa-renew-{cycle}-{try}), or
+   * "payment" for a conflict.
+   */
   operation: string;
   reason: string | null;
   since: string;
@@ -47,13 +51,33 @@ export async function reviewsOf(db: Executor, paymentIds: number[]): Promise<Map
     .where('payment_id', 'in', paymentIds)
     .execute();
   const paymentOfRefund = new Map(refunds.map((refund) => [refund.id, refund.payment_id]));
-  const [ofPayments, ofRefunds] = await Promise.all([
+  // A renewal's tries are operations on its subscription cycle, whose payment is the renewal payment.
+  // Found through the payments' subscriptions (indexed), not by payment_id (which is not).
+  const cycles = await db
+    .selectFrom('subscription_cycles')
+    .select(['id', 'payment_id'])
+    .where('subscription_id', 'in', (eb) =>
+      eb
+        .selectFrom('payments')
+        .select('subscription_id')
+        .where('id', 'in', paymentIds)
+        .where('subscription_id', 'is not', null),
+    )
+    .where('payment_id', 'in', paymentIds)
+    .execute();
+  const paymentOfCycle = new Map(cycles.map((cycle) => [cycle.id, cycle.payment_id]));
+  const [ofPayments, ofRefunds, ofCycles] = await Promise.all([
     unresolvedOperationsOf(db, 'payment', paymentIds),
     unresolvedOperationsOf(db, 'refund', [...paymentOfRefund.keys()]),
+    unresolvedOperationsOf(db, 'subscription_cycle', [...paymentOfCycle.keys()]),
   ]);
-  for (const operation of [...ofPayments, ...ofRefunds]) {
-    const paymentId =
-      operation.subject_type === 'payment' ? operation.subject_id : paymentOfRefund.get(operation.subject_id);
+  const paymentOf = (operation: OperationRow) => {
+    if (operation.subject_type === 'payment') return operation.subject_id;
+    if (operation.subject_type === 'refund') return paymentOfRefund.get(operation.subject_id);
+    return paymentOfCycle.get(operation.subject_id) ?? undefined;
+  };
+  for (const operation of [...ofPayments, ...ofRefunds, ...ofCycles]) {
+    const paymentId = paymentOf(operation);
     if (paymentId === undefined) continue;
     const known = reviews.get(paymentId);
     if (known?.operation === 'payment') continue;

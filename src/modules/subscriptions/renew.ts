@@ -2,7 +2,9 @@
 //
 // 1. schedule: a subscription whose next period has started gets that period's cycle (one per period: a
 //    unique index), the periods skipped while the worker was down are recorded void, and next_renewal_at
-//    moves to the end of the period. A subscription set to cancel at the period's end is canceled instead.
+//    moves to the end of the period. A subscription set to cancel at the period's end is canceled instead,
+//    past due as well (its dunning ends then: the cycle void, its payment canceled), once no try is in
+//    flight; a try is never made at or after that end (prepareTry cancels instead).
 // 2. try: a due cycle is claimed under a lease; in one transaction that holds the subscription's row lock
 //    the status is re-read (a canceled subscription is never charged), the renewal payment is opened on
 //    the first try, and the try's write-ahead operation row (kassa-renew-{cycle id}-{n}) is committed.
@@ -107,23 +109,16 @@ async function scheduleOne(ctx: AppContext, subscriptionId: number, outbox: Outb
     const nowIso = now.toISOString();
     const due = subscription.next_renewal_at;
     if (subscription.status === 'canceled' || due === null || Date.parse(due) > now.getTime()) return false;
-    // A subscription still collecting an earlier period starts no new one: the cycle being dunned decides.
-    if (subscription.status === 'past_due') return false;
     if (subscription.cancel_at_period_end === 1) {
-      await trx
-        .updateTable('subscriptions')
-        .set({
-          status: 'canceled',
-          canceled_at: due,
-          cancel_reason: 'merchant',
-          next_renewal_at: null,
-          updated_at: nowIso,
-        })
-        .where('id', '=', subscription.id)
-        .execute();
+      // Past due too: the merchant's cancel ends the dunning at the period's end. A try made before then
+      // and not answered yet decides first (finishTry cancels once it is recorded): this pass waits.
+      if (await renewalInFlight(trx, subscription.id, ctx.clock().toISOString())) return false;
+      await cancelAtPeriodEnd(trx, subscription, nowIso, ctx.clock().toISOString());
       outbox.push({ subscriptionId, mail: 'canceled' });
       return true;
     }
+    // A subscription still collecting an earlier period starts no new one: the cycle being dunned decides.
+    if (subscription.status === 'past_due') return false;
     const last = await trx
       .selectFrom('subscription_cycles')
       .select((eb) => eb.fn.max('period_index').as('last'))
@@ -169,25 +164,31 @@ async function scheduleOne(ctx: AppContext, subscriptionId: number, outbox: Outb
   });
 }
 
-/** Subscriptions due for their next period (real-time ones, or the one test clock `only`). */
+/**
+ * Subscriptions due for their next period (real-time ones, or the one test clock `only`), and past-due
+ * ones whose period ended with a cancel at its end asked for (scheduleOne cancels them).
+ */
 async function dueSubscriptions(ctx: AppContext, only: SubscriptionRow | null): Promise<number[]> {
-  // Past-due ones wait for the period being dunned (scheduleOne): left out here, or enough of them would
-  // fill every batch and starve the rest.
-  let query = ctx.db
-    .selectFrom('subscriptions')
-    .select('id')
-    .where('next_renewal_at', 'is not', null)
-    .where('status', 'in', ['trialing', 'active'])
-    .orderBy('next_renewal_at')
-    .limit(BATCH);
-  if (only) {
-    query = query.where('id', '=', only.id).where('next_renewal_at', '<=', clockOf(ctx, only).toISOString());
-  } else {
-    query = query
-      .where('test_clock_at', 'is', null)
-      .where('next_renewal_at', '<=', ctx.clock().toISOString());
-  }
-  return (await query.execute()).map((row) => row.id);
+  // Other past-due ones wait for the period being dunned (scheduleOne): left out here, or enough of them
+  // would fill every batch and starve the rest. The cancels at the period's end get a batch of their
+  // own, so those waiting for a try in flight cannot starve the renewals either.
+  const due = (past: boolean) => {
+    let query = ctx.db
+      .selectFrom('subscriptions')
+      .select('id')
+      .where('next_renewal_at', 'is not', null)
+      .orderBy('next_renewal_at')
+      .limit(BATCH);
+    query = past
+      ? query.where('status', '=', 'past_due').where('cancel_at_period_end', '=', 1)
+      : query.where('status', 'in', ['trialing', 'active']);
+    if (only) {
+      return query.where('id', '=', only.id).where('next_renewal_at', '<=', clockOf(ctx, only).toISOString());
+    }
+    return query.where('test_clock_at', 'is', null).where('next_renewal_at', '<=', ctx.clock().toISOString());
+  };
+  const [renewing, ending] = await Promise.all([due(false).execute(), due(true).execute()]);
+  return [...renewing, ...ending].map((row) => row.id);
 }
 
 function metadataOf(subscription: SubscriptionWithPlan, cycle: SubscriptionCycleRow, payment: PaymentRow) {
@@ -277,6 +278,48 @@ async function closeCycle(
   }
 }
 
+/** Whether the merchant's cancel at the period's end is due: asked for, and that period has ended. */
+function periodEndCancelDue(subscription: SubscriptionRow, nowIso: string): boolean {
+  return (
+    subscription.cancel_at_period_end === 1 &&
+    subscription.status !== 'canceled' &&
+    subscription.next_renewal_at !== null &&
+    Date.parse(subscription.next_renewal_at) <= Date.parse(nowIso)
+  );
+}
+
+/**
+ * The cancel at the period's end, once that end has come and no try is in flight: canceled then
+ * (`canceled_at` = the period's end, reason merchant), and, as cancel now does, a cycle still being
+ * collected is void and its renewal payment canceled. No try is made at or after the period's end
+ * (prepareTry), so every charge of the subscription was made before canceled_at.
+ */
+async function cancelAtPeriodEnd(
+  trx: Executor,
+  subscription: SubscriptionRow,
+  nowIso: string,
+  realNowIso: string,
+) {
+  const open = await trx
+    .selectFrom('subscription_cycles')
+    .selectAll()
+    .where('subscription_id', '=', subscription.id)
+    .where('status', 'in', ['processing', 'retrying'])
+    .execute();
+  for (const cycle of open) await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+  await trx
+    .updateTable('subscriptions')
+    .set({
+      status: 'canceled',
+      canceled_at: subscription.next_renewal_at,
+      cancel_reason: 'merchant',
+      next_renewal_at: null,
+      updated_at: nowIso,
+    })
+    .where('id', '=', subscription.id)
+    .execute();
+}
+
 /** Applies a dunning step to the cycle and its subscription (in the caller's transaction). */
 async function applyStep(
   trx: Executor,
@@ -347,6 +390,20 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
     if (!['processing', 'retrying'].includes(cycle.status)) return null;
     if (subscription.status === 'canceled') {
       await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+      return null;
+    }
+    if (periodEndCancelDue(subscription, nowIso)) {
+      // The period's end came with a cancel at it asked for (a past-due subscription's next try falls
+      // due then, or after): no try is made any more; the subscription is canceled instead, as
+      // scheduleOne does, unless another try is still in flight (then the pass that sees it answered).
+      await trx
+        .updateTable('subscription_cycles')
+        .set({ leased_by: null, lease_until: null })
+        .where('id', '=', cycle.id)
+        .execute();
+      if (await renewalInFlight(trx, subscription.id, realNowIso)) return null;
+      await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso);
+      outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
       return null;
     }
     if (cycle.needs_new_card === 1) {
@@ -489,6 +546,21 @@ async function finishTry(
       return;
     }
     const step = afterTry(new Date(cycle.first_attempt_at ?? nowIso), tryNumber, result);
+    if (periodEndCancelDue(subscription, nowIso)) {
+      // A try made before the period's end, at which the merchant canceled, answered after it (the
+      // cancel waited for it). A success paid the period it was made for, which ended at canceled_at:
+      // it is kept (receipt). A decline is not dunned: the cycle is void, its payment canceled. Either
+      // way the subscription ends at the period's end, reason merchant, and nothing is tried again.
+      if (result.succeeded) {
+        await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
+        outbox.push({ subscriptionId: subscription.id, mail: 'receipt' });
+      } else await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+      if (!(await renewalInFlight(trx, subscription.id, realNowIso))) {
+        await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso);
+        outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
+      }
+      return;
+    }
     await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
     if (step.mail) outbox.push({ subscriptionId: subscription.id, mail: step.mail });
   });
@@ -678,7 +750,13 @@ const renewalCharge: OperationHandler = {
 
 export const renewalOperationHandlers: OperationHandlers = { [RENEWAL_KIND]: renewalCharge };
 
-/** Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now waits). */
+/**
+ * Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now and the
+ * cancel at the period's end wait). A try flagged after the reconciler's last read is not: nobody will
+ * read it again, so waiting for it would hold the subscription for ever. It is on the payment's review
+ * in the dashboard (payments/review.ts); if the provider later shows it charged after the cycle was
+ * voided, the payment records a provider_conflict instead of becoming paid (applyProviderState).
+ */
 export async function renewalInFlight(
   trx: Executor,
   subscriptionId: number,
@@ -701,7 +779,7 @@ export async function renewalInFlight(
       'in',
       cycles.map((cycle) => cycle.id),
     )
-    .where('state', 'in', ['in_flight', 'unknown', 'flagged'])
+    .where('state', 'in', ['in_flight', 'unknown'])
     .executeTakeFirst();
   return open !== undefined;
 }
@@ -725,6 +803,9 @@ export async function advanceClock(
   recordStart?: (trx: Executor) => Promise<void>,
 ): Promise<void> {
   const target = new Date(clockOf(ctx, subscription).getTime() + days * 86_400_000);
+  // The time of a pass that did nothing: what was due then is waiting (a cancel at the period's end on a
+  // try in flight), so the clock steps past it instead of running that pass again and again.
+  let idleAt: number | null = null;
   for (let pass = 0; pass < MAX_CLOCK_PASSES; pass += 1) {
     const current = await ctx.db
       .selectFrom('subscriptions')
@@ -732,7 +813,7 @@ export async function advanceClock(
       .where('id', '=', subscription.id)
       .executeTakeFirstOrThrow();
     // Step to the next moment something falls due (or the target), so each try runs at its own time.
-    const next = await nextDueAt(ctx, current);
+    const next = await nextDueAt(ctx, current, idleAt);
     const at =
       next !== null && next < target.getTime()
         ? Math.max(next, clockOf(ctx, current).getTime())
@@ -751,16 +832,21 @@ export async function advanceClock(
     } else await move(ctx.db);
     const moved = await runRenewals(ctx, { ...current, test_clock_at: new Date(at).toISOString() });
     if (moved === 0 && at >= target.getTime()) return;
+    idleAt = moved === 0 ? at : null;
   }
 }
 
-/** The earliest time a renewal or a retry of the subscription falls due, or null when none will. */
-async function nextDueAt(ctx: AppContext, subscription: SubscriptionRow): Promise<number | null> {
+/** The earliest time (later than `after`, if given) a renewal or a retry of the subscription falls due, or null. */
+async function nextDueAt(
+  ctx: AppContext,
+  subscription: SubscriptionRow,
+  after: number | null,
+): Promise<number | null> {
   const times: number[] = [];
   if (
     subscription.next_renewal_at !== null &&
     subscription.status !== 'canceled' &&
-    subscription.status !== 'past_due'
+    (subscription.status !== 'past_due' || subscription.cancel_at_period_end === 1)
   ) {
     times.push(Date.parse(subscription.next_renewal_at));
   }
@@ -771,7 +857,8 @@ async function nextDueAt(ctx: AppContext, subscription: SubscriptionRow): Promis
     .where('status', 'in', ['processing', 'retrying'])
     .executeTakeFirst();
   if (cycle?.next) times.push(Date.parse(String(cycle.next)));
-  return times.length ? Math.min(...times) : null;
+  const later = after === null ? times : times.filter((time) => time > after);
+  return later.length ? Math.min(...later) : null;
 }
 
 /** The renewals loop's next due time: the earliest real-time renewal or try. */
@@ -780,7 +867,12 @@ export async function nextRenewalDue(ctx: AppContext): Promise<number | null> {
     .selectFrom('subscriptions')
     .select((eb) => eb.fn.min('next_renewal_at').as('due'))
     .where('test_clock_at', 'is', null)
-    .where('status', 'in', ['trialing', 'active'])
+    .where((eb) =>
+      eb.or([
+        eb('status', 'in', ['trialing', 'active']),
+        eb.and([eb('status', '=', 'past_due'), eb('cancel_at_period_end', '=', 1)]),
+      ]),
+    )
     .executeTakeFirst();
   const attempt = await ctx.db
     .selectFrom('subscription_cycles')
