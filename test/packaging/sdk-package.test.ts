@@ -72,7 +72,13 @@ out.standard = verifyWebhook(Buffer.from(body), standard, secret).event;
 out.standardFetchHeaders = verifyWebhook(body, new Headers(standard), secret).event;
 const legacy = 'sha256=' + createHmac('sha256', secret).update(body).digest('hex');
 out.legacySame = legacy === signWebhook(body, secret);
-out.legacy = verifyWebhook(body, { 'x-webhook-signature': legacy, 'x-webhook-timestamp': String(Math.floor(Date.now() / 1000)) }, secret).event;
+out.legacy = verifyWebhook(body, legacy, secret).event;
+try {
+  // Headers without the Standard Webhooks signature: refused (the body-only one cannot refuse replays).
+  verifyWebhook(body, { 'x-webhook-signature': legacy, 'x-webhook-timestamp': String(Math.floor(Date.now() / 1000)) }, secret);
+} catch (error) {
+  out.legacyHeadersRefused = error instanceof KassaSignatureVerificationError;
+}
 try {
   verifyWebhook(body.replace('hello', 'HELLO'), standard, secret);
 } catch (error) {
@@ -160,8 +166,15 @@ describe('the packed @kassa/sdk, installed into a fresh directory', () => {
       assert.deepEqual(out.refundsListed, [refund.id]);
       assert.equal(out.notFound, true);
       assert.deepEqual(
-        [out.standard, out.standardFetchHeaders, out.legacy, out.legacySame, out.tamperedRefused],
-        ['webhook.test', 'webhook.test', 'webhook.test', true, true],
+        [
+          out.standard,
+          out.standardFetchHeaders,
+          out.legacy,
+          out.legacySame,
+          out.legacyHeadersRefused,
+          out.tamperedRefused,
+        ],
+        ['webhook.test', 'webhook.test', 'webhook.test', true, true, true],
       );
     });
   }
