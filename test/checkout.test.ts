@@ -447,8 +447,12 @@ describe('the hosted checkout with test cards (production)', () => {
         assert.equal(answer.body.redirect_url, null);
       }
       assert.equal((await paymentRow(server, transactionId)).status, 'processing');
-      // Another attempt meanwhile waits for this one's answer.
-      assert.equal((await pay(server, checkout.token, CARDS.success)).status, 409);
+      // Pay and cancel on the expired checkout are 410, as for any expired checkout.
+      const refused = await pay(server, checkout.token, CARDS.success);
+      assert.deepEqual([refused.status, refused.body.detail], [410, 'This checkout has expired.']);
+      const cancel = await call<Json>(server, 'POST', `/api/checkout/${checkout.token}/cancel/`);
+      assert.equal(cancel.status, 410, cancel.text);
+      assert.equal((await paymentRow(server, transactionId)).status, 'processing');
       // The attempt ended (its answer recorded, the slot freed): the expiry fails the payment.
       await inFlightUntil(-1000);
       const ended = await syncStatus(server, checkout.token);

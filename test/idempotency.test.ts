@@ -239,7 +239,7 @@ describe(`Idempotency-Key (${DB_KIND})`, () => {
     const before = await sessionsOf(shop.organizationId);
     const now = Date.now();
     // The claim as a request leaves it when its change committed with its answer and its process then
-    // died: still in progress, an answer stored, the lock run out.
+    // died: committed (its own reply never came), an answer stored, the lock run out.
     await server.ctx.db
       .insertInto('idempotency_keys')
       .values({
@@ -247,7 +247,7 @@ describe(`Idempotency-Key (${DB_KIND})`, () => {
         environment: 'production',
         key: 'died-after-commit',
         request_hash: hash,
-        status: 'in_progress',
+        status: 'committed',
         response_status: 201,
         response_body: answer.text,
         created_at: new Date(now - 120_000).toISOString(),

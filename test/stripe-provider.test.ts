@@ -127,6 +127,9 @@ describe(`the Stripe connector against the fake Stripe (${DB_KIND})`, () => {
     // An update-card page's save under its own key that Stripe never received: not found, although
     // the signup's SetupIntent carries the same reference.
     assert.equal(await stripe.findSetup(`kassa-setup-${reference}-CS1-1`, customerId), null);
+    // Given the reference too (for SetupIntents made before keys were in their metadata): still not
+    // found, the signup's carries a key of its own.
+    assert.equal(await stripe.findSetup(`kassa-setup-${reference}-CS1-1`, customerId, reference), null);
     const page = await stripe.setupCard({
       idempotencyKey: `kassa-setup-${reference}-CS1-1`,
       reference,

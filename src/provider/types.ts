@@ -264,8 +264,14 @@ export interface PaymentProvider {
    * The setup made under one idempotency key (the write-ahead row's) on a customer, or null when the
    * provider has none. By key, not by reference: every setup of a subscription (its signup's, each
    * update-card page's) shares the subscription's reference, and an older one is not this write.
+   * `reference`: for setups made before the key was recorded with them (a provider that could only be
+   * searched by reference then), the one with this reference and no key is this write.
    */
-  findSetup(idempotencyKey: string, customerId: string): Promise<ProviderSetupState | null>;
+  findSetup(
+    idempotencyKey: string,
+    customerId: string,
+    reference?: string,
+  ): Promise<ProviderSetupState | null>;
 
   /** Resolves to a failed state for an immediate refusal; throws only on transport errors. */
   createRefund(input: CreateRefundInput): Promise<ProviderRefundState>;

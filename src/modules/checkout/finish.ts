@@ -29,7 +29,7 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
   const { session, payment } = await ctx.db.transaction().execute(async (trx) => {
     const locked = await store.lockSession(trx, found.id);
     const existing = await payments.paymentOfCheckout(trx, locked.id);
-    const state = checkoutState(locked, existing, now);
+    const state = checkoutState(locked, existing, now, true);
     assertStillOpen(state);
     if (state === 'pending') {
       throw new ConflictError(

@@ -65,7 +65,7 @@ const IN_FLIGHT = 'A payment attempt for this checkout is already in progress.';
 
 /** The checkout is open for a card attempt (whether one is in flight is asked apart). */
 function assertOpenForAttempt(session: CheckoutSessionRow, payment: PaymentRow | undefined, now: Date) {
-  const state = checkoutState(session, payment, now);
+  const state = checkoutState(session, payment, now, true);
   assertStillOpen(state);
   if (state === 'pending') {
     throw new ConflictError(

@@ -22,10 +22,16 @@ export function attemptInFlight(
   return session.attempt_locked_until !== null && Date.parse(session.attempt_locked_until) > now.getTime();
 }
 
+/**
+ * `forAction`: for pay and cancel, an expired checkout is expired (410, as the contract says) even while
+ * an attempt is in flight; for a status (sync-status, the hosted page) it is pending until that attempt
+ * ends.
+ */
 export function checkoutState(
   session: CheckoutSessionRow,
   payment: PaymentStatusOnly,
   now: Date,
+  forAction = false,
 ): CheckoutState {
   switch (payment?.status) {
     case 'paid':
@@ -45,7 +51,9 @@ export function checkoutState(
   if (!isExpired(session, now)) return 'open';
   // Expired while a card attempt is in flight (its slot taken before the expiry): the bank is still
   // deciding, and the attempt may yet pay. Answering FAILED now would be a final answer that changes.
-  return payment?.status === 'processing' && attemptInFlight(session, now) ? 'pending' : 'expired';
+  return !forAction && payment?.status === 'processing' && attemptInFlight(session, now)
+    ? 'pending'
+    : 'expired';
 }
 
 export function syncStatusOf(state: CheckoutState): SyncStatus {

@@ -119,7 +119,7 @@ export async function claimIdempotencyKey(
         openAnswer(existing.response_body, ctx.config.secretKey),
       );
     } else if (existing && Date.parse(existing.locked_until) <= now.getTime()) {
-      if (existing.response_status !== null) {
+      if (existing.status === 'committed' && existing.response_status !== null) {
         // The first request committed its change with an answer, then its process died before the
         // final one: the change stands, so its answer is replayed (the request is not run again).
         return sendReplay(
@@ -161,7 +161,7 @@ const answeredWithChange = new WeakSet<FastifyRequest>();
 /**
  * Inside the transaction that makes a claimed request's change: records `body` (serialised as the reply
  * would be) as the key's answer, committed with the change or not at all. The key stays in progress:
- * a duplicate arriving meanwhile keeps waiting for the request's own reply, which replaces this answer
+ * (status committed), so a duplicate arriving meanwhile keeps waiting for the request's own reply, which replaces this answer
  * when the request completes (it may say more, e.g. the provider's answer) unless it is a 5xx. This one
  * is replayed only if the request never completes (its process died after the change committed).
  */
@@ -176,7 +176,14 @@ export async function recordIdempotentResponseIn(
   if (claim === null || key === undefined) return;
   await trx
     .updateTable('idempotency_keys')
-    .set({ response_status: status, response_body: sealAnswer(JSON.stringify(body), key) })
+    // 'committed', not 'in_progress': a process of the previous release (rolling upgrade) takes over
+    // an expired in_progress claim and would run the request again; it neither takes over nor replays
+    // a status it does not know, so its duplicate waits (then 409) instead.
+    .set({
+      status: 'committed',
+      response_status: status,
+      response_body: sealAnswer(JSON.stringify(body), key),
+    })
     .where('id', '=', claim)
     .execute();
   answeredWithChange.add(request);

@@ -7,7 +7,9 @@ export interface IdempotencyKeysTable {
   key: string;
   /** SHA-256 of method, path and raw body: the same key with another request is refused. */
   request_hash: string;
-  status: 'in_progress' | 'done';
+  /** in_progress: claimed, nothing committed; committed: the change committed with a provisional answer,
+   * the request's own reply still to come; done: the answer to replay. */
+  status: 'in_progress' | 'committed' | 'done';
   response_status: number | null;
   response_body: string | null;
   created_at: string;

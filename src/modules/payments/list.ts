@@ -112,7 +112,7 @@ export async function listPayments(ctx: AppContext, organizationId: number, requ
       ctx.db,
       rows.map((row) => row.checkout_session_id),
     ),
-    reviewsOf(ctx.db, ids),
+    reviewsOf(ctx.db, rows),
   ]);
   return {
     ...page,

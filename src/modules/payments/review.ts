@@ -5,6 +5,7 @@
 import type { Executor } from '../../db/database.ts';
 import { unresolvedOperationsOf } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
+import type { PaymentRow } from './table.ts';
 
 export interface ProviderReview {
   state: 'confirming' | 'flagged';
@@ -27,9 +28,18 @@ function review(operation: OperationRow): ProviderReview {
 }
 
 /** The one call per payment most in need of a look (a flagged one before one still confirming). */
-export async function reviewsOf(db: Executor, paymentIds: number[]): Promise<Map<number, ProviderReview>> {
+export async function reviewsOf(
+  db: Executor,
+  payments: readonly Pick<PaymentRow, 'id' | 'subscription_id'>[],
+): Promise<Map<number, ProviderReview>> {
   const reviews = new Map<number, ProviderReview>();
-  if (paymentIds.length === 0) return reviews;
+  if (payments.length === 0) return reviews;
+  const paymentIds = payments.map((payment) => payment.id);
+  const subscriptionIds = [
+    ...new Set(
+      payments.flatMap((payment) => (payment.subscription_id === null ? [] : [payment.subscription_id])),
+    ),
+  ];
   // A payment the provider charged after Kassa gave it up comes first: money was taken.
   const conflicts = await db
     .selectFrom('payments')
@@ -52,19 +62,17 @@ export async function reviewsOf(db: Executor, paymentIds: number[]): Promise<Map
     .execute();
   const paymentOfRefund = new Map(refunds.map((refund) => [refund.id, refund.payment_id]));
   // A renewal's tries are operations on its subscription cycle, whose payment is the renewal payment.
-  // Found through the payments' subscriptions (indexed), not by payment_id (which is not).
-  const cycles = await db
-    .selectFrom('subscription_cycles')
-    .select(['id', 'payment_id'])
-    .where('subscription_id', 'in', (eb) =>
-      eb
-        .selectFrom('payments')
-        .select('subscription_id')
-        .where('id', 'in', paymentIds)
-        .where('subscription_id', 'is not', null),
-    )
-    .where('payment_id', 'in', paymentIds)
-    .execute();
+  // Found through the payments' subscriptions (indexed), not by payment_id (which is not); no statement
+  // when no payment here is a renewal (the common page).
+  const cycles =
+    subscriptionIds.length === 0
+      ? []
+      : await db
+          .selectFrom('subscription_cycles')
+          .select(['id', 'payment_id'])
+          .where('subscription_id', 'in', subscriptionIds)
+          .where('payment_id', 'in', paymentIds)
+          .execute();
   const paymentOfCycle = new Map(cycles.map((cycle) => [cycle.id, cycle.payment_id]));
   const [ofPayments, ofRefunds, ofCycles] = await Promise.all([
     unresolvedOperationsOf(db, 'payment', paymentIds),

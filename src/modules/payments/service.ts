@@ -42,7 +42,7 @@ export async function getPaymentForDashboard(ctx: AppContext, organizationId: nu
   if (!payment) throw new NotFoundError('Payment not found.');
   const [attempts, reviews] = await Promise.all([
     store.attemptsOf(ctx.db, payment.id),
-    reviewsOf(ctx.db, [payment.id]),
+    reviewsOf(ctx.db, [payment]),
   ]);
   return presentDashboardPayment(
     payment,

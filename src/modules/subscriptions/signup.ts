@@ -479,7 +479,7 @@ const signupSetup: OperationHandler = {
   async read(ctx, operation) {
     const provider = ctx.providers.named(operation.provider);
     const customerId = String((JSON.parse(operation.context) as { customer_id?: string }).customer_id ?? '');
-    const setup = await provider.findSetup(operation.idempotency_key, customerId);
+    const setup = await provider.findSetup(operation.idempotency_key, customerId, operation.reference);
     if (!setup) return { outcome: null };
     if (setup.status === 'requires_action' || setup.status === 'processing') return { outcome: null };
     await applySetup(ctx, operation.subject_id, setup, provider.name);

@@ -131,6 +131,11 @@ export async function reopenOperation(
       outcome_code: null,
       outcome_message: null,
       provider_object_id: null,
+      // A new call: the reconciler's reads and its "never made" margin count from it, not from the
+      // refused one (an old created_at would let a lost answer be taken for never made at the first
+      // read, and the next try charge again while this one still lands).
+      created_at: now,
+      reads: 0,
       next_read_at: at(now, scheduleMs[0] ?? 60_000),
       last_read_at: null,
       last_read_error: null,

@@ -245,12 +245,24 @@ export class StripeProvider implements PaymentProvider {
     return orNull(async () => this.setupState(await stripe.setupIntents.retrieve(setupId)));
   }
 
-  async findSetup(idempotencyKey: string, customerId: string): Promise<ProviderSetupState | null> {
+  async findSetup(
+    idempotencyKey: string,
+    customerId: string,
+    reference?: string,
+  ): Promise<ProviderSetupState | null> {
     const stripe = await this.api();
     const list = await stripe.setupIntents.list({ customer: customerId, limit: 100 });
-    const intent = list.data.find(
-      (candidate) => candidate.metadata?.kassa_idempotency_key === idempotencyKey,
-    );
+    const intent =
+      list.data.find((candidate) => candidate.metadata?.kassa_idempotency_key === idempotencyKey) ??
+      // A SetupIntent made before its key was put in its metadata (an answer lost across the upgrade
+      // that added it): matched by reference, as it was then.
+      (reference === undefined
+        ? undefined
+        : list.data.find(
+            (candidate) =>
+              candidate.metadata?.kassa_idempotency_key === undefined &&
+              candidate.metadata?.kassa_reference === reference,
+          ));
     return intent ? this.setupState(intent) : null;
   }
 

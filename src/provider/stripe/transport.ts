@@ -42,10 +42,6 @@ export function isStripeError(error: unknown): error is StripeErrorLike & Error 
   return error instanceof Error && typeof (error as StripeErrorLike).type === 'string' && 'rawType' in error;
 }
 
-function aboutPaymentMethod(error: StripeErrorLike): boolean {
-  return error.param === 'payment_method' || (error.code ?? '').startsWith('payment_method_');
-}
-
 /** The outcome of a write that threw. */
 export function outcomeOfError(error: unknown): ProviderOutcome {
   if (!isStripeError(error)) return { status: 'unknown', reason: String(error) };
@@ -63,9 +59,10 @@ export function outcomeOfError(error: unknown): ProviderOutcome {
         code: error.code ?? 'invalid_request',
         message,
         retryable: false,
-        // A refusal about the customer's payment method (detached, unusable) is theirs to fix; any other
-        // invalid request is Kassa's or the account's (configuration), not the customer's.
-        providerError: !aboutPaymentMethod(error),
+        // An invalid request is not a provider error (retried hourly, never dunned): one Stripe will
+        // refuse again (a deleted customer, an amount it refuses, an intent in the wrong state) would
+        // then hold the subscription in processing for ever. It takes the dunning path like a decline;
+        // only a refused key or a rate limit (below) is the provider's.
       };
     case 'StripeRateLimitError':
       return { status: 'failed', code: 'rate_limited', message, retryable: true, providerError: true };
