@@ -29,6 +29,43 @@ describe(`members and accounts (${DB_KIND})`, () => {
   const login = (email: string, password: string) =>
     call<{ token: string; role: string }>(server, 'POST', '/api/auth/login/', { body: { email, password } });
 
+  test("one address accepting two organizations' invitations at once joins one; the other is a 400, never a 500", async () => {
+    const email = 'both@race.test';
+    const tokens: string[] = [];
+    for (const name of ['Race One', 'Race Two']) {
+      const owner = await createTestMerchant(server, name);
+      const invited = await call(server, 'POST', '/api/organization/members/', {
+        token: owner.token,
+        body: { email, role: 'viewer' },
+      });
+      assert.equal(invited.status, 201, invited.text);
+      tokens.push(mailedToken(server, email, 'accept-invite'));
+    }
+    // Through two processes on PostgreSQL (each hashes its password on its own queue, so the two
+    // transactions overlap); SQLite has one writer.
+    const twin =
+      DB_KIND === 'postgres' ? await startTestServer({ worker: false, shareWith: server }) : server;
+    let answers: Awaited<ReturnType<typeof call>>[];
+    try {
+      answers = await Promise.all(
+        tokens.map((token, i) =>
+          call(i === 0 ? server : twin, 'POST', '/api/auth/accept-invite/', {
+            body: { token, password: 'a race password' },
+          }),
+        ),
+      );
+    } finally {
+      if (twin !== server) await twin.close();
+    }
+    assert.deepEqual(
+      answers.map((answer) => answer.status).sort(),
+      [200, 400],
+      answers.map((a) => a.text).join(' / '),
+    );
+    const users = await server.ctx.db.selectFrom('users').select('id').where('email', '=', email).execute();
+    assert.equal(users.length, 1);
+  });
+
   test('an invitation is mailed, listed while pending, accepted once with a password, and logs the new member in', async () => {
     const owner = await createTestMerchant(server, 'Team Shop');
     const email = 'dev@team.test';

@@ -334,6 +334,18 @@ export async function acceptInvitation(
   if (!invitation) throw invalid;
   const passwordHash = await newPasswordHash('password', input.password, client.ip);
   return ctx.db.transaction().execute(async (trx) => {
+    // The address's pending invitations are locked first, in id order (PostgreSQL; SQLite has one
+    // writer): two accepts for one address from two organizations then run one after the other, and
+    // the second finds its invitation revoked (400). Each locking only its own would deadlock: each
+    // waits for the other's user row, and to revoke the other's invitation.
+    const pending = trx
+      .selectFrom('invitations')
+      .select('id')
+      .where('email', '=', invitation.email)
+      .where('accepted_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .orderBy('id');
+    if (isPostgres(trx)) await pending.forUpdate().execute();
     const spent = await trx
       .updateTable('invitations')
       .set({ accepted_at: now })
