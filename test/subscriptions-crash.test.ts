@@ -109,7 +109,12 @@ describe(`SIGKILL during a renewal (${DB_KIND})`, () => {
     await run({});
     const { charges } = await assertChargedOnce(sub.id, 2);
     assert.equal(charges[0].idempotencyKey, `kassa-renew-${cycle.id}-2`);
-    const operations = await operationsOf({ db: handle.db }, 'subscription_cycle', cycle.id);
+    // The cycle is recorded paid before the try's operation is settled (a moment later, renew.ts):
+    // wait for that too.
+    const operations = await eventually(async () => {
+      const found = await operationsOf({ db: handle.db }, 'subscription_cycle', cycle.id);
+      return found.every((operation) => operation.outcome !== null) ? found : undefined;
+    }, 30_000);
     assert.deepEqual(
       operations.map((operation) => [operation.idempotency_key, operation.outcome, operation.outcome_code]),
       [
