@@ -3895,6 +3895,8 @@ export interface operations {
             /** @description The organization's events, oldest first. */
             200: {
                 headers: {
+                    /** @description Milliseconds an event is held back before the feed returns it: 2000 on PostgreSQL (so that events of transactions still committing are not skipped by a cursor), 0 on SQLite. A follower starting from "now" waits this long first. */
+                    "Kassa-Feed-Settle-Ms"?: number;
                     [name: string]: unknown;
                 };
                 content: {
