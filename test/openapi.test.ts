@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { SUMMARIES } from '../src/http/openapi-summaries.ts';
-import { DB_KIND, startTestServer, type TestServer } from './helpers/server.ts';
+import { call, createTestMerchant, DB_KIND, startTestServer, type TestServer } from './helpers/server.ts';
 
 interface Operation {
   operationId?: string;
@@ -230,6 +230,22 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     }
     const idempotent = byRoute.get('POST /api/checkout/create/')?.parameters?.map((p) => p.$ref);
     assert.ok(idempotent?.includes('#/components/parameters/Idempotency-Key'));
+  });
+
+  test('the events feed declares its Kassa-Feed-Settle-Ms header, as an integer, on its 200', async () => {
+    const feed = new Map(operations(document)).get('GET /api/organization/events/')?.responses['200'];
+    const declared = feed?.headers?.['Kassa-Feed-Settle-Ms'] as
+      | { schema: unknown; description: string }
+      | undefined;
+    assert.deepEqual(declared?.schema, { type: 'integer', minimum: 0 });
+    assert.match(declared?.description ?? '', /2000 on PostgreSQL/);
+    // The keyword is the response's, not the body schema's.
+    assert.equal(JSON.stringify(feed?.content).includes('Kassa-Feed-Settle-Ms'), false);
+    // And every answer's Kassa-* header is checked against the document by call() (conformance.ts).
+    const merchant = await createTestMerchant(server);
+    const page = await call(server, 'GET', '/api/organization/events/', { token: merchant.token });
+    assert.equal(page.status, 200, page.text);
+    assert.equal(page.headers.get('kassa-feed-settle-ms'), DB_KIND === 'postgres' ? '2000' : '0');
   });
 
   test('request fields the handlers check by hand are documented with their precise types', () => {

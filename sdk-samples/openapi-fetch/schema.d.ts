@@ -3895,6 +3895,8 @@ export interface operations {
             /** @description The organization's events, oldest first. */
             200: {
                 headers: {
+                    /** @description Milliseconds an event is held back before the feed returns it: 2000 on PostgreSQL (so that events of transactions still committing are not skipped by a cursor), 0 on SQLite. A follower starting from "now" waits this long first. */
+                    "Kassa-Feed-Settle-Ms"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6356,6 +6358,8 @@ export interface operations {
                         secret_preview: string | null;
                         created_at: string | null;
                         updated_at: string | null;
+                        previous_secret_expires_at: string | null;
+                        endpoint_problem: string | null;
                     };
                 };
             };
@@ -6423,6 +6427,8 @@ export interface operations {
                         secret_preview: string | null;
                         created_at: string | null;
                         updated_at: string | null;
+                        previous_secret_expires_at: string | null;
+                        endpoint_problem: string | null;
                         /** @description The secret, shown once. */
                         raw_secret?: string;
                     };
@@ -6473,7 +6479,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Seconds (0 to 604800, 7 days) during which the replaced secret also signs the Standard Webhooks webhook-signature header, beside the new one. 0, the default: only the new secret signs from now on. X-Webhook-Signature always carries the new secret's signature alone. */
+                    previous_secret_expires_in?: number;
+                };
+            };
+        };
         responses: {
             /** @description The webhook endpoint; raw_secret is present only when a secret was just created. */
             200: {
@@ -6486,6 +6499,8 @@ export interface operations {
                         secret_preview: string | null;
                         created_at: string | null;
                         updated_at: string | null;
+                        previous_secret_expires_at: string | null;
+                        endpoint_problem: string | null;
                         /** @description The secret, shown once. */
                         raw_secret?: string;
                     };

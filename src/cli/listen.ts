@@ -3,7 +3,7 @@
 // (with a secret printed at start) to a local URL: webhooks on a laptop without a public endpoint.
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
-import { FEED_SETTLE_HEADER } from '../modules/events/routes.ts';
+import { FEED_SETTLE_HEADER } from '../modules/events/schemas.ts';
 import { generateSecret, sign, standardWebhookHeaders } from '../modules/webhooks/secret.ts';
 import type { Command } from './commands.ts';
 

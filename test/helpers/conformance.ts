@@ -1,12 +1,14 @@
 // OpenAPI conformance of every response the e2e suite sees: call() hands each answer of a path under
 // /api or /sandbox/api to checkResponse, which validates the JSON body against the response schema that
-// the server's own /api/openapi.json declares for that operation and status. A mismatch throws, so the
-// test that made the call fails, naming the route, the status and the first schema error.
+// the server's own /api/openapi.json declares for that operation and status, and checks that each of
+// Kassa's own headers it carries (Kassa-*) is declared there. A mismatch throws, so the test that made
+// the call fails, naming the route, the status and the first schema error (or the header).
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 
 interface ResponseObject {
   content?: Record<string, { schema?: unknown }>;
+  headers?: Record<string, unknown>;
 }
 interface Operation {
   responses?: Record<string, ResponseObject>;
@@ -104,6 +106,8 @@ export interface ObservedResponse {
   contentType: string | null;
   text: string;
   body: unknown;
+  /** The answer's headers: each of Kassa's own (Kassa-*) must be declared on the documented response. */
+  headers?: Headers;
 }
 
 /** Throws when a response to an /api or /sandbox/api path does not match its documented schema. */
@@ -120,6 +124,13 @@ export async function checkResponse(serverUrl: string, observed: ObservedRespons
     throw new Error(`OpenAPI conformance: ${route} answered ${observed.status}, which it does not document.`);
   }
   const [key, response] = documented;
+  const declared = new Set(Object.keys(response.headers ?? {}).map((name) => name.toLowerCase()));
+  for (const name of observed.headers?.keys() ?? []) {
+    if (name.startsWith('kassa-') && !declared.has(name))
+      throw new Error(
+        `OpenAPI conformance: ${route} ${observed.status} sent the header ${name}, which it does not declare.`,
+      );
+  }
   const media = response.content?.['application/json'];
   // A documented non-JSON body (the CSV exports) is checked by its own test, not here.
   const documentedTypes = Object.keys(response.content ?? {});

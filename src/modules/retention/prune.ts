@@ -7,12 +7,14 @@
 //   challenges and password-reset links a day after they expired (none can be used by then);
 // - the ids of provider events handled (Stripe's, kept to deduplicate them) 30 days after they were
 //   handled: Stripe stops retrying an event after 3 days;
+// - a webhook secret's previous secret once the overlap its rotation asked for has ended;
 // - audit log entries after AUDIT_RETENTION_DAYS (400), whatever KASSA_RETENTION_DAYS says: the audit
 //   trail outlives a year (PCI DSS 10.5.1 asks for twelve months).
 // Pending deliveries and undispatched events are never touched, however old.
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { Database, Executor } from '../../db/database.ts';
+import { dropExpiredPreviousSecrets } from '../webhooks/store.ts';
 
 const BATCH = 500;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -99,6 +101,8 @@ async function pruneProviderEvents(db: Executor, cutoff: string): Promise<number
 /** One pass of the retention loop; returns how many rows it deleted (the worker repeats while > 0). */
 export async function pruneExpiredRecords(ctx: AppContext): Promise<number> {
   const now = ctx.clock().getTime();
+  // Not counted: one statement drops them all, so there is no batch to repeat.
+  await dropExpiredPreviousSecrets(ctx.db, new Date(now).toISOString());
   let deleted = await pruneCredentials(ctx.db, new Date(now - DAY_MS).toISOString());
   deleted += await pruneAuditLog(ctx.db, new Date(now - AUDIT_RETENTION_DAYS * DAY_MS).toISOString());
   deleted += await pruneProviderEvents(ctx.db, new Date(now - PROVIDER_EVENT_DAYS * DAY_MS).toISOString());

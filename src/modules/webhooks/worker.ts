@@ -8,6 +8,7 @@ import type { AppContext } from '../../context.ts';
 import type { OutboxWrite } from '../../db/outbox-signal.ts';
 import { keyObject } from '../../lib/crypto.ts';
 import { newUuid } from '../../lib/ids.ts';
+import { maskCredentials } from './endpoint-url.ts';
 import { type AttemptRecord, recordAttempts } from './outcomes.ts';
 import { parseRetryAfter, retryDelay } from './schedule.ts';
 import { openSecret, sign, standardWebhookHeaders } from './secret.ts';
@@ -344,6 +345,10 @@ export class DeliveryWorker {
       if (delivery.url === null || delivery.secretEncrypted === null)
         throw new Error('No endpoint is configured.');
       const secret = openSecret(delivery.secretEncrypted, this.ctx.config.secretKey);
+      const previous =
+        delivery.previousSecretEncrypted === null
+          ? null
+          : openSecret(delivery.previousSecretEncrypted, this.ctx.config.secretKey);
       const timestamp = Math.floor(attemptedAt.getTime() / 1000);
       outcome = await this.sender.send(delivery.url, delivery.payload, {
         'content-type': 'application/json',
@@ -352,7 +357,7 @@ export class DeliveryWorker {
         'x-webhook-delivery-id': delivery.deliveryId,
         'x-webhook-timestamp': String(timestamp),
         'x-webhook-signature': sign(secret, delivery.payload),
-        ...standardWebhookHeaders(secret, delivery.deliveryId, timestamp, delivery.payload),
+        ...standardWebhookHeaders(secret, delivery.deliveryId, timestamp, delivery.payload, previous),
       });
     } catch (error) {
       // Not the receiver's doing (no endpoint, a secret that no longer decrypts): still one attempt.
@@ -380,7 +385,8 @@ export class DeliveryWorker {
       first: delivery.first,
       attempt,
       attemptedAt: attemptedAt.toISOString(),
-      url: delivery.url ?? '',
+      // Not a password of a URL stored with credentials (endpoint-url.ts): the log shows it.
+      url: delivery.url === null ? '' : maskCredentials(delivery.url),
       responseStatus: outcome.status,
       durationMs: outcome.durationMs,
       error: outcome.error,
