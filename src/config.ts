@@ -14,8 +14,16 @@ export interface RateLimitConfig {
   apiKeyWindowMs: number;
   publicPerWindow: number;
   publicWindowMs: number;
+  /**
+   * Failed password checks per account from one address per window (and wrong codes per account). The
+   * two below never refuse an account from an address it has a session from (auth/password-tries.ts).
+   */
   loginFailures: number;
   loginWindowMs: number;
+  /** Failed password checks per account from any address per window. */
+  loginFailuresPerAccount: number;
+  /** Failed password checks from one address for any account per window. */
+  loginFailuresPerAddress: number;
   /** Refund verification codes mailed per dashboard user per window. */
   verificationCodes: number;
   verificationCodeWindowMs: number;
@@ -285,6 +293,8 @@ export function loadConfig(env: Env = process.env): Config {
       publicWindowMs: int(env, 'KASSA_RATE_LIMIT_PUBLIC_WINDOW_MS', 60000, 1),
       loginFailures: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES', 10, 1),
       loginWindowMs: int(env, 'KASSA_RATE_LIMIT_LOGIN_WINDOW_MS', 900000, 1),
+      loginFailuresPerAccount: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT', 100, 1),
+      loginFailuresPerAddress: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS', 100, 1),
       verificationCodes: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES', 10, 1),
       verificationCodeWindowMs: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES_WINDOW_MS', 3600000, 1),
       declinesPerAddress: int(env, 'KASSA_RATE_LIMIT_DECLINES_PER_ADDRESS', 20, 1),

@@ -1,7 +1,7 @@
 // Prometheus metrics at /metrics: process defaults plus request counts and durations by route.
 import client from 'prom-client';
 import type { OutboxSignal } from '../db/outbox-signal.ts';
-import { hashQueue } from '../lib/crypto.ts';
+import { hashQueue, passwordChecks } from '../lib/crypto.ts';
 import type { App } from './types.ts';
 
 export function createMetrics(app: App, database: Pick<OutboxSignal, 'statements' | 'transactions'>) {
@@ -27,13 +27,14 @@ export function createMetrics(app: App, database: Pick<OutboxSignal, 'statements
   });
   new client.Counter({
     name: 'kassa_password_hashes_refused_total',
-    help: 'Password checks refused at once because the hash queue was full (scope: key = one address, all)',
+    help: 'Password checks refused at once because the hash queue or the line of checks was full (scope: key = one address, all)',
     labelNames: ['scope'],
     registers: [registry],
     collect() {
       this.reset();
-      this.inc({ scope: 'key' }, hashQueue.refused.key);
-      this.inc({ scope: 'all' }, hashQueue.refused.all);
+      // Refused by the hash queue, or before their count by the bound on checks in progress.
+      this.inc({ scope: 'key' }, hashQueue.refused.key + passwordChecks.refused.key);
+      this.inc({ scope: 'all' }, hashQueue.refused.all + passwordChecks.refused.all);
     },
   });
   new client.Counter({

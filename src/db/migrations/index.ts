@@ -20,6 +20,7 @@ import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
 import { moneyInvariants } from './018-money-invariants.ts';
 import { secondFactorTries } from './019-second-factor-tries.ts';
+import { loginFailures } from './021-login-failures.ts';
 import { webhookPreviousSecret } from './022-webhook-previous-secret.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
@@ -43,6 +44,7 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '017_event_notify_trigger': eventNotifyTrigger(kind),
     '018_money_invariants': moneyInvariants(kind),
     '019_second_factor_tries': secondFactorTries(),
+    '021_login_failures': loginFailures(),
     '022_webhook_previous_secret': webhookPreviousSecret(),
   };
 }
