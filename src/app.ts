@@ -33,6 +33,7 @@ import { searchRoutes } from './modules/search/routes.ts';
 import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { walletRoutes } from './modules/wallet/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
+import { flaggedOperationCounts } from './provider/operations/store.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -182,7 +183,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
 
   registerErrorHandling(app);
   await registerOpenApi(app);
-  const metrics = createMetrics(app, ctx.outbox);
+  const metrics = createMetrics(app, ctx.outbox, () => flaggedOperationCounts(ctx.db));
 
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);

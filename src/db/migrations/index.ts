@@ -22,6 +22,7 @@ import { moneyInvariants } from './018-money-invariants.ts';
 import { secondFactorTries } from './019-second-factor-tries.ts';
 import { loginFailures } from './021-login-failures.ts';
 import { webhookPreviousSecret } from './022-webhook-previous-secret.ts';
+import { renewalProviderErrors } from './023-renewal-provider-errors.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -46,5 +47,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '019_second_factor_tries': secondFactorTries(),
     '021_login_failures': loginFailures(),
     '022_webhook_previous_secret': webhookPreviousSecret(),
+    '023_renewal_provider_errors': renewalProviderErrors(),
   };
 }
