@@ -1869,10 +1869,18 @@ export interface components {
             currency: "USD" | "EUR";
             /** @description The whole history, newest first. */
             depositAttempts: components["schemas"]["DepositAttempt"][];
+            /** @description As on the Payment: true when the built-in simulator processed it. Absent from a checkout's cancellation before any attempt (no payment). */
+            simulated?: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description The checkout's metadata; {} when none was given. */
+            metadata: {
+                [key: string]: string;
+            };
+            client_reference_id: string | null;
+            subscription_id: string | null;
             /** @description true for production data, false for sandbox data. */
             livemode: boolean;
         };
