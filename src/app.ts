@@ -5,7 +5,13 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from './context.ts';
 import { ping } from './db/connection.ts';
 import { apiKeyAuth } from './http/auth.ts';
-import { clientError, frameworkError, registerErrorHandling, ValidationError } from './http/errors.ts';
+import {
+  clientError,
+  frameworkError,
+  registerErrorHandling,
+  ValidationError,
+  wrongContentType,
+} from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { addSecurityHeaders } from './http/security-headers.ts';
@@ -166,6 +172,14 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       return done(new ValidationError('body: text may not contain the NUL character (\\u0000).'), undefined);
     }
     done(null, parsed);
+  });
+  // Any other body (text/plain, what fetch sends when the header is forgotten; a form; no Content-Type at
+  // all) is refused unread, naming the header, rather than reaching the schema as a string or a form. An
+  // empty one is no body, as for JSON. The test receiver's scope replaces all of this with its own.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    if (request.headers['content-length'] === '0') return done(null, undefined);
+    done(new ValidationError(wrongContentType(request.headers['content-type'])), undefined);
   });
   // Nor may a path or query string: PostgreSQL text cannot hold NUL, and no identifier contains one.
   // (Hooks on every request take a callback rather than being async: a promise per hook per request
