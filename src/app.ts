@@ -86,9 +86,16 @@ const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * The checkout token segment of a path (/checkout/{token}, /api/checkout/{token}/pay/): a bearer
+ * capability. The router folds repeated slashes, so they are allowed before it; create/ and
+ * sync-status/ are routes, not tokens, and stay readable.
+ */
+const CHECKOUT_TOKEN = /\/checkout\/+(?!(?:create|sync-status)(?:[/?#]|$))[^/?#]+/;
+
 /** Paths that carry a bearer capability (checkout tokens) are logged without it. */
 export function redactUrl(url: string): string {
-  return url.replace(/\/checkout\/(?!sync-status)[^/?]+/, '/checkout/[redacted]');
+  return url.replace(CHECKOUT_TOKEN, '/checkout/[redacted]');
 }
 
 /** Whether any string or key of a parsed JSON value holds NUL (walked without recursion: bodies may nest deep). */
