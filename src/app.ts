@@ -202,7 +202,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   registerErrorHandling(app);
-  await registerOpenApi(app);
+  await registerOpenApi(app, ctx.config);
   const metrics = createMetrics(app, ctx.outbox);
 
   app.addHook('onSend', (request, reply, payload, done) => {

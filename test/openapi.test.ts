@@ -25,7 +25,7 @@ interface Operation {
 interface Document {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  servers?: { url: string }[];
+  servers?: { url: string; variables?: { origin?: { default: string } } }[];
   webhooks?: Record<string, Record<string, Operation>>;
   info: { license?: { name: string }; contact?: unknown };
   components: { schemas?: Record<string, Record<string, unknown>> };
@@ -187,6 +187,11 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     assert.deepEqual(
       document.servers?.map((server) => server.url),
       ['{origin}', '{origin}/sandbox'],
+    );
+    // {origin} defaults to this instance's public URL (the test server's own port), not localhost:3000.
+    assert.deepEqual(
+      document.servers?.map((entry) => entry.variables?.origin?.default),
+      [server.url, server.url],
     );
     assert.equal(document.info.license?.name, 'MIT');
     assert.ok(document.info.contact);
