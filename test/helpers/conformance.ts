@@ -10,6 +10,7 @@ interface ResponseObject {
   content?: Record<string, { schema?: unknown }>;
 }
 interface Operation {
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
   responses?: Record<string, ResponseObject>;
 }
 interface OpenApiDocument {
@@ -195,4 +196,17 @@ export async function checkWebhookBody(serverUrl: string, body: unknown): Promis
       `OpenAPI conformance: a ${event} webhook body does not match its schema: ${where} ${first?.message ?? 'is invalid'}${extra}`,
     );
   }
+}
+
+/** A validator for the JSON request body the server's document gives an operation ('POST', '/api/…/'). */
+export async function requestBodyValidator(
+  serverUrl: string,
+  method: string,
+  path: string,
+): Promise<ValidateFunction> {
+  const document = await documentOf(serverUrl);
+  const schema =
+    document.paths[path]?.[method.toLowerCase()]?.requestBody?.content?.['application/json']?.schema;
+  if (schema === undefined) throw new Error(`the document has no JSON request body for ${method} ${path}`);
+  return ajv.compile(standalone(schema, document.components?.schemas ?? {}) as object);
 }
