@@ -225,6 +225,20 @@ function simFault(env: Env, environment: Config['env']): Config['simFault'] {
   return fault;
 }
 
+/**
+ * The port to listen on: KASSA_PORT wins; PORT (what platforms such as Heroku or Render set) applies
+ * when it is unset; else 3000.
+ */
+export function listenPort(env: Env): { port: number; portVariable: Config['portVariable'] } {
+  const portVariable = env.KASSA_PORT ? 'KASSA_PORT' : env.PORT ? 'PORT' : 'KASSA_PORT';
+  return { port: int(env, portVariable, 3000, 0, 65535), portVariable };
+}
+
+/** KASSA_PUBLIC_URL, else http://localhost:{the port the service listens on}. */
+export function publicUrlOf(env: Env): string {
+  return url(env, 'KASSA_PUBLIC_URL', `http://localhost:${listenPort(env).port}`);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.KASSA_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -254,15 +268,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`KASSA_FX_EUR_USD must be a positive decimal rate, got "${env.KASSA_FX_EUR_USD}".`);
   }
   const environment = oneOf(env, 'KASSA_ENV', ['development', 'production', 'test'] as const, 'development');
-  // KASSA_PORT/KASSA_HOST win; PORT/HOST (what platforms such as Heroku or Render set) apply when they
-  // are unset. The public URL follows the port unless it is given.
-  const portVariable = env.KASSA_PORT ? 'KASSA_PORT' : env.PORT ? 'PORT' : 'KASSA_PORT';
-  const port = int(env, portVariable, 3000, 0, 65535);
+  const { port, portVariable } = listenPort(env);
   return {
     env: environment,
     host: env.KASSA_HOST || env.HOST || '0.0.0.0',
     port,
-    publicUrl: url(env, 'KASSA_PUBLIC_URL', `http://localhost:${port}`),
+    publicUrl: publicUrlOf(env),
     dataDir,
     database,
     secretKey: secretKey(env, dataDir),

@@ -1777,19 +1777,21 @@ export interface components {
             payment_status: components["schemas"]["PaymentStatus"] | null;
             redirect_url: string | null;
         };
-        /** @description A product of the catalog, at its catalog price. */
+        /** @description A product of the catalog, at its catalog price (so no unit_price). Other fields are ignored. */
         CatalogItem: {
             id: string;
             /** @description Default 1. */
             quantity?: number;
+            unit_price?: never;
         };
-        /** @description A product named and priced in the request. */
+        /** @description A product named and priced in the request (no id: an id makes it a catalog item). Other fields are ignored. */
         AdHocItem: {
             name: string;
             /** @description In the checkout currency, at most two decimals. */
             unit_price: number | string;
             /** @description Default 1. */
             quantity?: number;
+            id?: never;
         };
         /** @description One card attempt synced from the provider. */
         DepositAttempt: {
@@ -1869,10 +1871,18 @@ export interface components {
             currency: "USD" | "EUR";
             /** @description The whole history, newest first. */
             depositAttempts: components["schemas"]["DepositAttempt"][];
+            /** @description As on the Payment: true when the built-in simulator processed it. Absent from a checkout's cancellation before any attempt (no payment). */
+            simulated?: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description The checkout's metadata; {} when none was given. */
+            metadata: {
+                [key: string]: string;
+            };
+            client_reference_id: string | null;
+            subscription_id: string | null;
             /** @description true for production data, false for sandbox data. */
             livemode: boolean;
         };

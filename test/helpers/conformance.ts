@@ -3,6 +3,8 @@
 // the server's own /api/openapi.json declares for that operation and status, and checks that each of
 // Kassa's own headers it carries (Kassa-*) is declared there. A mismatch throws, so the test that made
 // the call fails, naming the route, the status and the first schema error (or the header).
+// checkWebhookBody does the same for a webhook body a receiver got, against the document's `webhooks`
+// section.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 
@@ -11,10 +13,12 @@ interface ResponseObject {
   headers?: Record<string, unknown>;
 }
 interface Operation {
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
   responses?: Record<string, ResponseObject>;
 }
 interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>;
+  webhooks?: Record<string, { post?: { requestBody?: { content?: Record<string, { schema?: unknown }> } } }>;
   components?: { schemas?: Record<string, unknown> };
 }
 
@@ -30,7 +34,21 @@ interface CompiledOperation {
 const ajv = new Ajv2020({ strict: false, allErrors: false, addUsedSchema: false, validateFormats: true });
 formats.default(ajv);
 
+const documentsByServer = new Map<string, Promise<OpenApiDocument>>();
 const operationsByServer = new Map<string, Promise<CompiledOperation[]>>();
+const webhookValidatorsByServer = new Map<string, Promise<Map<string, ValidateFunction>>>();
+
+/** The server's own /api/openapi.json, read once per server. */
+function documentOf(serverUrl: string): Promise<OpenApiDocument> {
+  let document = documentsByServer.get(serverUrl);
+  if (!document) {
+    document = fetch(`${serverUrl}/api/openapi.json`).then(
+      (response) => response.json() as Promise<OpenApiDocument>,
+    );
+    documentsByServer.set(serverUrl, document);
+  }
+  return document;
+}
 
 /** Inlines #/components/schemas refs and drops $id, so each schema compiles on its own. */
 function standalone(schema: unknown, components: Record<string, unknown>, depth = 0): unknown {
@@ -74,17 +92,16 @@ function compileDocument(document: OpenApiDocument): CompiledOperation[] {
 function operationsOf(serverUrl: string): Promise<CompiledOperation[]> {
   let operations = operationsByServer.get(serverUrl);
   if (!operations) {
-    operations = fetch(`${serverUrl}/api/openapi.json`)
-      .then((response) => response.json() as Promise<OpenApiDocument>)
-      .then((document) => {
-        const components = document.components?.schemas ?? {};
-        const compiled = compileDocument(document);
-        for (const operation of compiled)
-          for (const response of Object.values(operation.responses))
-            for (const media of Object.values(response.content ?? {}))
-              if (media.schema !== undefined) media.schema = standalone(media.schema, components);
-        return compiled;
-      });
+    operations = documentOf(serverUrl).then((served) => {
+      const document = structuredClone(served);
+      const components = document.components?.schemas ?? {};
+      const compiled = compileDocument(document);
+      for (const operation of compiled)
+        for (const response of Object.values(operation.responses))
+          for (const media of Object.values(response.content ?? {}))
+            if (media.schema !== undefined) media.schema = standalone(media.schema, components);
+      return compiled;
+    });
     operationsByServer.set(serverUrl, operations);
   }
   return operations;
@@ -155,4 +172,53 @@ export async function checkResponse(serverUrl: string, observed: ObservedRespons
       `OpenAPI conformance: ${route} ${observed.status} does not match its schema: ${where} ${first?.message ?? 'is invalid'}${extra}`,
     );
   }
+}
+
+/** A validator per event, compiled from the request body the document's `webhooks` section gives it. */
+function webhookValidatorsOf(serverUrl: string): Promise<Map<string, ValidateFunction>> {
+  let validators = webhookValidatorsByServer.get(serverUrl);
+  if (!validators) {
+    validators = documentOf(serverUrl).then((document) => {
+      const components = document.components?.schemas ?? {};
+      const compiled = new Map<string, ValidateFunction>();
+      for (const [event, item] of Object.entries(document.webhooks ?? {})) {
+        const schema = item.post?.requestBody?.content?.['application/json']?.schema;
+        if (schema !== undefined) compiled.set(event, ajv.compile(standalone(schema, components) as object));
+      }
+      return compiled;
+    });
+    webhookValidatorsByServer.set(serverUrl, validators);
+  }
+  return validators;
+}
+
+/**
+ * Throws unless a webhook body (as a receiver got it) matches the schema the server's OpenAPI document
+ * gives its event under `webhooks` (#/webhooks/{event}/post/requestBody).
+ */
+export async function checkWebhookBody(serverUrl: string, body: unknown): Promise<void> {
+  const event = (body as { event?: unknown } | null)?.event;
+  const validate = typeof event === 'string' ? (await webhookValidatorsOf(serverUrl)).get(event) : undefined;
+  if (!validate) throw new Error(`OpenAPI conformance: the document has no webhook ${String(event)}.`);
+  if (!validate(body)) {
+    const [first] = validate.errors ?? [];
+    const where = first?.instancePath || '(body)';
+    const extra = first?.params ? ` ${JSON.stringify(first.params)}` : '';
+    throw new Error(
+      `OpenAPI conformance: a ${event} webhook body does not match its schema: ${where} ${first?.message ?? 'is invalid'}${extra}`,
+    );
+  }
+}
+
+/** A validator for the JSON request body the server's document gives an operation ('POST', '/api/…/'). */
+export async function requestBodyValidator(
+  serverUrl: string,
+  method: string,
+  path: string,
+): Promise<ValidateFunction> {
+  const document = await documentOf(serverUrl);
+  const schema =
+    document.paths[path]?.[method.toLowerCase()]?.requestBody?.content?.['application/json']?.schema;
+  if (schema === undefined) throw new Error(`the document has no JSON request body for ${method} ${path}`);
+  return ajv.compile(standalone(schema, document.components?.schemas ?? {}) as object);
 }
