@@ -125,10 +125,22 @@ describe('the webhook worker wakes on work', () => {
       const merchant = await createTestMerchant(server);
       await setEndpoint(server, merchant, `${receiver.url}/warm/${merchant.slug}`);
       await sleep(WARM_FOR_MS + 300);
-      const subject = await commitEvent(server, merchant, 1);
-      await receiver.waitFor(1, 10_000, (request) => request.text.includes(subject));
-      // Within the warm window that follows work: how long the loop would sleep now.
-      const idle = deliveryWorker(server.ctx).idleMs();
+      // How long the loop would sleep right after work, read within the warm window that follows it (on
+      // a loaded machine a delivery may take longer than that window: then another event is sent).
+      let idle: number | null = null;
+      for (let n = 1; n <= 5 && idle === null; n++) {
+        const committedAt = Date.now();
+        const subject = await commitEvent(server, merchant, n);
+        const path = `/warm/${merchant.slug}`;
+        await receiver.waitFor(
+          1,
+          10_000,
+          (request) => request.path === path && request.text.includes(subject),
+        );
+        const sleepFor = deliveryWorker(server.ctx).idleMs();
+        if (Date.now() - committedAt < WARM_FOR_MS / 2) idle = sleepFor;
+      }
+      assert.ok(idle !== null, 'no delivery arrived within the warm window');
       if (DB_KIND === 'postgres') assert.equal(idle, Number(SAFETY_POLL_MS), 'LISTEN hears every commit');
       else assert.ok(idle <= 10, `slept ${idle} ms: the warm poll (every 10 ms) was expected`);
     } finally {

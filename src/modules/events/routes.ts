@@ -69,7 +69,11 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
     '/organization/events/',
     { preValidation: sessionAuth(ctx), schema: { querystring: EventsQuery, response: { 200: EventFeed } } },
     async (request, reply) => {
-      void reply.header(FEED_SETTLE_HEADER, String(isPostgres(ctx.db) ? FEED_SETTLE_MS : 0));
+      // On the feed's answers only (an error's 429 or 400 does not declare it).
+      const answer = (results: Awaited<ReturnType<typeof readEvents>>) => {
+        void reply.header(FEED_SETTLE_HEADER, String(isPostgres(ctx.db) ? FEED_SETTLE_MS : 0));
+        return { results, cursor: cursorOf(results, filter.after) };
+      };
       const organizationId = sessionOf(request).organizationId;
       const limit = Number(request.query.limit ?? 100);
       if (limit < 1 || limit > 500) throw new ValidationError('limit: must be between 1 and 500.');
@@ -82,7 +86,7 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
       };
       const deadline = Date.now() + waitMs;
       let results = await readEvents(ctx, organizationId, filter);
-      if (results.length > 0 || waitMs === 0) return { results, cursor: cursorOf(results, filter.after) };
+      if (results.length > 0 || waitMs === 0) return answer(results);
       const sessionId = sessionOf(request).sessionId;
       const waiting = waitingBySession.get(sessionId) ?? 0;
       if (waiting >= MAX_LONG_POLLS) {
@@ -104,7 +108,7 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
         if (left > 0) waitingBySession.set(sessionId, left);
         else waitingBySession.delete(sessionId);
       }
-      return { results, cursor: cursorOf(results, filter.after) };
+      return answer(results);
     },
   );
 }
