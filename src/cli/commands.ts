@@ -12,6 +12,7 @@ import { listenCommand } from './listen.ts';
 import { merchantCreateCommand } from './merchant.ts';
 import { orgCommands } from './org.ts';
 import { payoutCommands } from './payout.ts';
+import { refundCommands } from './refund.ts';
 
 export interface CommandInput {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -92,6 +93,7 @@ export const commands: Record<string, Command> = {
   backup: backupCommand,
   ...orgCommands,
   ...payoutCommands,
+  ...refundCommands,
   listen: listenCommand,
   doctor: doctorCommand,
 };

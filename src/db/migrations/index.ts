@@ -20,6 +20,7 @@ import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
 import { moneyInvariants } from './018-money-invariants.ts';
 import { secondFactorTries } from './019-second-factor-tries.ts';
+import { refundProviderConflicts } from './020-refund-provider-conflicts.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -42,5 +43,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '017_event_notify_trigger': eventNotifyTrigger(kind),
     '018_money_invariants': moneyInvariants(kind),
     '019_second_factor_tries': secondFactorTries(),
+    '020_refund_provider_conflicts': refundProviderConflicts(),
   };
 }
