@@ -15,10 +15,10 @@ RUN npm run build
 
 # --- runtime ---
 FROM node:24-bookworm-slim AS runtime
+# No KASSA_PORT here: the service listens on 3000 unless the platform sets PORT (or you KASSA_PORT).
 ENV NODE_ENV=production \
     KASSA_DATA_DIR=/data \
     KASSA_HOST=0.0.0.0 \
-    KASSA_PORT=3000 \
     MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -38,6 +38,8 @@ RUN ln -s /app/bin/kassa.js /usr/local/bin/kassa && mkdir -p /data && chown node
 USER node
 VOLUME ["/data"]
 EXPOSE 3000
+# Shell form, so the check follows the port the service listens on (KASSA_PORT, else PORT, else 3000,
+# as the service chooses it).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:3000/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD node -e "fetch('http://127.0.0.1:${KASSA_PORT:-${PORT:-3000}}/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
 CMD ["node", "--max-semi-space-size=8", "--disable-warning=ExperimentalWarning", "src/cli/main.ts", "serve"]

@@ -5,7 +5,13 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from './context.ts';
 import { ping } from './db/connection.ts';
 import { apiKeyAuth } from './http/auth.ts';
-import { clientError, frameworkError, registerErrorHandling, ValidationError } from './http/errors.ts';
+import {
+  clientError,
+  frameworkError,
+  registerErrorHandling,
+  ValidationError,
+  wrongContentType,
+} from './http/errors.ts';
 import { createMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { addSecurityHeaders } from './http/security-headers.ts';
@@ -33,6 +39,7 @@ import { searchRoutes } from './modules/search/routes.ts';
 import { subscriptionRoutes } from './modules/subscriptions/routes.ts';
 import { walletRoutes } from './modules/wallet/routes.ts';
 import { webhookRoutes } from './modules/webhooks/routes.ts';
+import { flaggedOperationCounts } from './provider/operations/store.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -80,9 +87,16 @@ const PAGE_ROUTES: ((app: App, options: RouteOptions) => Promise<void>)[] = [
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/**
+ * The checkout token segment of a path (/checkout/{token}, /api/checkout/{token}/pay/): a bearer
+ * capability. The router folds repeated slashes, so they are allowed before it; create/ and
+ * sync-status/ are routes, not tokens, and stay readable.
+ */
+const CHECKOUT_TOKEN = /\/checkout\/+(?!(?:create|sync-status)(?:[/?#]|$))[^/?#]+/;
+
 /** Paths that carry a bearer capability (checkout tokens) are logged without it. */
 export function redactUrl(url: string): string {
-  return url.replace(/\/checkout\/(?!sync-status)[^/?]+/, '/checkout/[redacted]');
+  return url.replace(CHECKOUT_TOKEN, '/checkout/[redacted]');
 }
 
 /** Whether any string or key of a parsed JSON value holds NUL (walked without recursion: bodies may nest deep). */
@@ -167,6 +181,14 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     }
     done(null, parsed);
   });
+  // Any other body (text/plain, what fetch sends when the header is forgotten; a form; no Content-Type at
+  // all) is refused unread, naming the header, rather than reaching the schema as a string or a form. An
+  // empty one is no body, as for JSON. The test receiver's scope replaces all of this with its own.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    if (request.headers['content-length'] === '0') return done(null, undefined);
+    done(new ValidationError(wrongContentType(request.headers['content-type'])), undefined);
+  });
   // Nor may a path or query string: PostgreSQL text cannot hold NUL, and no identifier contains one.
   // (Hooks on every request take a callback rather than being async: a promise per hook per request
   // showed in the benchmark's profile.)
@@ -181,8 +203,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   registerErrorHandling(app);
-  await registerOpenApi(app);
-  const metrics = createMetrics(app, ctx.outbox);
+  await registerOpenApi(app, ctx.config);
+  const metrics = createMetrics(app, ctx.outbox, () => flaggedOperationCounts(ctx.db));
 
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, listenPort, loadConfig, publicUrlOf } from './config.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'kassa-config-'));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -43,4 +43,21 @@ test('a bad PORT is refused with a message naming PORT', () => {
     },
   );
   assert.throws(() => load({ PORT: '70000' }), { message: /^PORT must be between 0 and 65535/ });
+});
+
+test('the port and public URL defaults are one rule, for the server and for `kassa listen`', () => {
+  assert.deepEqual(listenPort({}), { port: 3000, portVariable: 'KASSA_PORT' });
+  assert.deepEqual(listenPort({ PORT: '8080' }), { port: 8080, portVariable: 'PORT' });
+  assert.deepEqual(listenPort({ PORT: '8080', KASSA_PORT: '4000' }), {
+    port: 4000,
+    portVariable: 'KASSA_PORT',
+  });
+  assert.equal(publicUrlOf({}), 'http://localhost:3000');
+  assert.equal(publicUrlOf({ PORT: '8080' }), 'http://localhost:8080');
+  assert.equal(publicUrlOf({ PORT: '8080', KASSA_PORT: '4000' }), 'http://localhost:4000');
+  assert.equal(
+    publicUrlOf({ PORT: '8080', KASSA_PUBLIC_URL: 'https://pay.example.com/' }),
+    'https://pay.example.com',
+  );
+  assert.throws(() => publicUrlOf({ KASSA_PORT: 'http' }), ConfigError);
 });

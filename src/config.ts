@@ -14,8 +14,16 @@ export interface RateLimitConfig {
   apiKeyWindowMs: number;
   publicPerWindow: number;
   publicWindowMs: number;
+  /**
+   * Failed password checks per account from one address per window (and wrong codes per account). The
+   * two below never refuse an account from an address it has a session from (auth/password-tries.ts).
+   */
   loginFailures: number;
   loginWindowMs: number;
+  /** Failed password checks per account from any address per window. */
+  loginFailuresPerAccount: number;
+  /** Failed password checks from one address for any account per window. */
+  loginFailuresPerAddress: number;
   /** Refund verification codes mailed per dashboard user per window. */
   verificationCodes: number;
   verificationCodeWindowMs: number;
@@ -217,6 +225,20 @@ function simFault(env: Env, environment: Config['env']): Config['simFault'] {
   return fault;
 }
 
+/**
+ * The port to listen on: KASSA_PORT wins; PORT (what platforms such as Heroku or Render set) applies
+ * when it is unset; else 3000.
+ */
+export function listenPort(env: Env): { port: number; portVariable: Config['portVariable'] } {
+  const portVariable = env.KASSA_PORT ? 'KASSA_PORT' : env.PORT ? 'PORT' : 'KASSA_PORT';
+  return { port: int(env, portVariable, 3000, 0, 65535), portVariable };
+}
+
+/** KASSA_PUBLIC_URL, else http://localhost:{the port the service listens on}. */
+export function publicUrlOf(env: Env): string {
+  return url(env, 'KASSA_PUBLIC_URL', `http://localhost:${listenPort(env).port}`);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env.KASSA_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -246,15 +268,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`KASSA_FX_EUR_USD must be a positive decimal rate, got "${env.KASSA_FX_EUR_USD}".`);
   }
   const environment = oneOf(env, 'KASSA_ENV', ['development', 'production', 'test'] as const, 'development');
-  // KASSA_PORT/KASSA_HOST win; PORT/HOST (what platforms such as Heroku or Render set) apply when they
-  // are unset. The public URL follows the port unless it is given.
-  const portVariable = env.KASSA_PORT ? 'KASSA_PORT' : env.PORT ? 'PORT' : 'KASSA_PORT';
-  const port = int(env, portVariable, 3000, 0, 65535);
+  const { port, portVariable } = listenPort(env);
   return {
     env: environment,
     host: env.KASSA_HOST || env.HOST || '0.0.0.0',
     port,
-    publicUrl: url(env, 'KASSA_PUBLIC_URL', `http://localhost:${port}`),
+    publicUrl: publicUrlOf(env),
     dataDir,
     database,
     secretKey: secretKey(env, dataDir),
@@ -285,6 +304,8 @@ export function loadConfig(env: Env = process.env): Config {
       publicWindowMs: int(env, 'KASSA_RATE_LIMIT_PUBLIC_WINDOW_MS', 60000, 1),
       loginFailures: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES', 10, 1),
       loginWindowMs: int(env, 'KASSA_RATE_LIMIT_LOGIN_WINDOW_MS', 900000, 1),
+      loginFailuresPerAccount: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT', 100, 1),
+      loginFailuresPerAddress: int(env, 'KASSA_RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS', 100, 1),
       verificationCodes: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES', 10, 1),
       verificationCodeWindowMs: int(env, 'KASSA_RATE_LIMIT_VERIFICATION_CODES_WINDOW_MS', 3600000, 1),
       declinesPerAddress: int(env, 'KASSA_RATE_LIMIT_DECLINES_PER_ADDRESS', 20, 1),

@@ -7,11 +7,12 @@
 // `processing` (helper-20's review of 9964bc2).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
-import { isPostgres } from '../src/db/connection.ts';
+import { openCheckoutPaymentUnlessOpen } from '../src/modules/checkout/provider-form.ts';
 import { lockSession, updateSession } from '../src/modules/checkout/store.ts';
+import { lockPayment } from '../src/modules/payments/store.ts';
 import { movePayment } from '../src/modules/payments/transitions.ts';
 import { CARDS, createCheckout, pay, paymentRow } from './helpers/checkout.ts';
+import { someoneWaitsOnALock } from './helpers/locks.ts';
 import { createTestKey, createTestMerchant, startTestServer, type TestServer } from './helpers/server.ts';
 
 describe('a card attempt waiting on another attempt', () => {
@@ -22,23 +23,6 @@ describe('a card attempt waiting on another attempt', () => {
     key = await createTestKey(server, await createTestMerchant(server, 'Race Shop'));
   });
   after(() => server.close());
-
-  /** Until a PostgreSQL backend waits on a row lock (SQLite: a moment for the request to queue). */
-  async function someoneWaitsOnALock(): Promise<void> {
-    if (!isPostgres(server.ctx.db)) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      return;
-    }
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const { rows } = await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity
-        where wait_event_type = 'Lock' and datname = current_database()`.execute(server.ctx.db);
-      if (rows[0].n > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    assert.fail('the second attempt never waited on the session lock');
-  }
 
   test('sees the payment the other attempt failed, and is refused without reaching the provider', async () => {
     const checkout = await createCheckout(server, key);
@@ -74,12 +58,100 @@ describe('a card attempt waiting on another attempt', () => {
     });
     await lockedYet;
     const attempt = pay(server, checkout.token, CARDS.success);
-    await someoneWaitsOnALock();
+    await someoneWaitsOnALock(server.ctx.db, 'the second attempt (the session lock)');
     release();
     await other;
     const answer = await attempt;
     assert.equal(answer.status, 410, answer.text);
     assert.equal((await paymentRow(server, payment.public_id)).status, 'failed');
     assert.equal(await operations(), before, 'no operation was recorded for the refused attempt');
+  });
+
+  test("a card attempt's answer waits for a payment another transaction holds, and is recorded once", async () => {
+    const checkout = await createCheckout(server, key);
+    const declined = await pay(server, checkout.token, CARDS.declined);
+    assert.equal(declined.body.payment_status, 'processing', declined.text);
+    const payment = await paymentRow(server, declined.body.transaction_id as string);
+
+    // Another transaction (a sync, the reconciler) holds the payment's row while the attempt's answer
+    // comes back: on PostgreSQL the attempt's one-statement read of the payment and its attempts does
+    // not wait but fails, and the answer is recorded again, locking first (pay.ts, recordAnswer).
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    const { promise: lockedYet, resolve: locked } = Promise.withResolvers<void>();
+    const other = server.ctx.db.transaction().execute(async (trx) => {
+      await lockPayment(trx, payment.id);
+      locked();
+      await released;
+    });
+    await lockedYet;
+    const attempt = pay(server, checkout.token, CARDS.success);
+    try {
+      await someoneWaitsOnALock(server.ctx.db, "the attempt's answer (the payment's lock)");
+    } finally {
+      release();
+      await other;
+    }
+    const answer = await attempt;
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.body.payment_status, 'paid', answer.text);
+    assert.equal(answer.body.transaction_id, payment.public_id);
+    const attempts = await server.ctx.db
+      .selectFrom('deposit_attempts')
+      .select('status')
+      .where('payment_id', '=', payment.id)
+      .orderBy('id')
+      .execute();
+    assert.equal(attempts.length, 2, 'the declined attempt and the paid one, each recorded once');
+    assert.notEqual(attempts[0].status, attempts[1].status);
+    const settlements = await server.ctx.db
+      .selectFrom('wallet_movements')
+      .select('amount')
+      .where('kind', '=', 'settlement')
+      .where('reference_id', '=', payment.id)
+      .execute();
+    assert.equal(settlements.length, 1, 'the wallet is credited once');
+    assert.equal((await paymentRow(server, payment.public_id)).status, 'paid');
+  });
+
+  test('a first attempt whose payment another attempt opened meanwhile pays that payment', async () => {
+    const checkout = await createCheckout(server, key);
+    const session = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .selectAll()
+      .where('public_id', '=', checkout.checkout_id)
+      .executeTakeFirstOrThrow();
+    // The other attempt's first transaction, held open: the session locked and its payment opened. This
+    // attempt reads the checkout (no payment yet, on PostgreSQL) and waits for the session; when it gets
+    // it, its insert of the payment writes nothing and it goes on with the payment that is there.
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    const { promise: lockedYet, resolve: locked } = Promise.withResolvers<void>();
+    let opened: string | undefined;
+    const other = server.ctx.db.transaction().execute(async (trx) => {
+      await lockSession(trx, session.id);
+      locked();
+      await released;
+      const provider = server.ctx.providers.forEnvironment(session.environment);
+      const now = new Date().toISOString();
+      opened = (await openCheckoutPaymentUnlessOpen(server.ctx, trx, session, provider, now))?.public_id;
+    });
+    await lockedYet;
+    const attempt = pay(server, checkout.token, CARDS.success);
+    try {
+      await someoneWaitsOnALock(server.ctx.db, 'the first attempt (the session lock)');
+    } finally {
+      release();
+      await other;
+    }
+    const answer = await attempt;
+    assert.ok(opened, 'the other transaction opened the payment');
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.body.payment_status, 'paid', answer.text);
+    assert.equal(answer.body.transaction_id, opened, 'the payment the other attempt opened');
+    const payments = await server.ctx.db
+      .selectFrom('payments')
+      .select('id')
+      .where('checkout_session_id', '=', session.id)
+      .execute();
+    assert.equal(payments.length, 1);
   });
 });

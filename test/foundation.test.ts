@@ -48,13 +48,45 @@ describe('the HTTP shell', () => {
     assert.deepEqual(response.body, { detail: 'body: malformed JSON.' });
   });
 
-  test('a wrong content type is a 415 with a detail', async () => {
-    const response = await call(server, 'POST', '/api/auth/login/', {
-      body: 'email=a',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  test('a body that is not JSON is a 400 naming Content-Type, whatever the type (or none)', async () => {
+    // text/plain is what fetch sends for a string body when the header is forgotten: it used to be
+    // parsed as a string and answered "body: must be of type object.", while a form got a 415.
+    const json = JSON.stringify({ email: 'a@b.test', password: 'x' });
+    for (const [type, body] of [
+      ['text/plain;charset=UTF-8', json],
+      ['text/plain', json],
+      ['application/x-www-form-urlencoded', 'email=a'],
+      ['multipart/form-data; boundary=x', '--x--'],
+      ['application/xml', '<a/>'],
+    ]) {
+      const response = await call(server, 'POST', '/api/auth/login/', {
+        body,
+        headers: { 'content-type': type },
+      });
+      assert.equal(response.status, 400, type);
+      assert.deepEqual(response.body, { detail: `Content-Type: must be application/json, got "${type}".` });
+    }
+    const untyped = await fetch(`${server.url}/api/auth/login/`, { method: 'POST', body: Buffer.from(json) });
+    assert.equal(untyped.status, 400);
+    assert.deepEqual(await untyped.json(), { detail: 'Content-Type: must be application/json, got none.' });
+    // The same from a fetch that forgets the header, and on an API-key route (before the key is checked).
+    const forgotten = await fetch(`${server.url}/api/checkout/create/`, { method: 'POST', body: json });
+    assert.equal(forgotten.status, 400);
+    assert.deepEqual(await forgotten.json(), {
+      detail: 'Content-Type: must be application/json, got "text/plain;charset=UTF-8".',
     });
-    assert.equal(response.status, 415);
-    assert.match((response.body as { detail: string }).detail, /application\/json/);
+  });
+
+  test('an empty body of any content type is no body', async () => {
+    for (const type of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded']) {
+      const merchant = await createTestMerchant(server);
+      const response = await call(server, 'POST', '/api/auth/logout/', {
+        token: merchant.token,
+        body: '',
+        headers: { 'content-type': type },
+      });
+      assert.ok(response.status < 300, `${type}: ${response.status} ${response.text}`);
+    }
   });
 
   test('a body over the limit is a 413 with a detail', async () => {

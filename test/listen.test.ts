@@ -12,6 +12,7 @@ import {
   createTestKey,
   createTestMerchant,
   DB_KIND,
+  freePort,
   type Merchant,
   startTestServer,
   type TestServer,
@@ -87,6 +88,22 @@ describe(`kassa listen (${DB_KIND})`, () => {
     assert.equal(result.code, 1);
     assert.doesNotMatch(result.stderr, /ambiguous/);
     assert.match(result.stderr, /cannot read events: 401/);
+  });
+
+  test('without --api it finds the server where the server itself would listen: KASSA_PORT, else PORT', async () => {
+    // It used to take KASSA_PUBLIC_URL or http://localhost:3000, whatever port the service was given.
+    // A refused token (401 from the feed) shows the request reached this server.
+    const port = new URL(server.url).port;
+    const forwardTo = ['listen', '--forward-to', `${receiver.url}/webhooks`, '--token', 'not-a-session'];
+    const byPort = await kassa(forwardTo, { PORT: port });
+    assert.equal(byPort.code, 1);
+    assert.match(byPort.stderr, /cannot read events: 401/);
+    const elsewhere = String(await freePort());
+    const byKassaPort = await kassa(forwardTo, { KASSA_PORT: port, PORT: elsewhere });
+    assert.equal(byKassaPort.code, 1);
+    assert.match(byKassaPort.stderr, /cannot read events: 401/);
+    const byPublicUrl = await kassa(forwardTo, { KASSA_PUBLIC_URL: server.url, KASSA_PORT: elsewhere });
+    assert.match(byPublicUrl.stderr, /cannot read events: 401/);
   });
 
   test('forwards new events signed with the secret it printed, then stops on SIGTERM', async () => {

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { SUMMARIES } from '../src/http/openapi-summaries.ts';
-import { DB_KIND, startTestServer, type TestServer } from './helpers/server.ts';
+import { requestBodyValidator } from './helpers/conformance.ts';
+import {
+  call,
+  createTestKey,
+  createTestMerchant,
+  DB_KIND,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.ts';
 
 interface Operation {
   operationId?: string;
@@ -25,7 +33,7 @@ interface Operation {
 interface Document {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  servers?: { url: string }[];
+  servers?: { url: string; variables?: { origin?: { default: string } } }[];
   webhooks?: Record<string, Record<string, Operation>>;
   info: { license?: { name: string }; contact?: unknown };
   components: { schemas?: Record<string, Record<string, unknown>> };
@@ -188,6 +196,11 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
       document.servers?.map((server) => server.url),
       ['{origin}', '{origin}/sandbox'],
     );
+    // {origin} defaults to this instance's public URL (the test server's own port), not localhost:3000.
+    assert.deepEqual(
+      document.servers?.map((entry) => entry.variables?.origin?.default),
+      [server.url, server.url],
+    );
     assert.equal(document.info.license?.name, 'MIT');
     assert.ok(document.info.contact);
     const events = Object.keys(document.webhooks ?? {}).sort();
@@ -232,6 +245,22 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     assert.ok(idempotent?.includes('#/components/parameters/Idempotency-Key'));
   });
 
+  test('the events feed declares its Kassa-Feed-Settle-Ms header, as an integer, on its 200', async () => {
+    const feed = new Map(operations(document)).get('GET /api/organization/events/')?.responses['200'];
+    const declared = feed?.headers?.['Kassa-Feed-Settle-Ms'] as
+      | { schema: unknown; description: string }
+      | undefined;
+    assert.deepEqual(declared?.schema, { type: 'integer', minimum: 0 });
+    assert.match(declared?.description ?? '', /2000 on PostgreSQL/);
+    // The keyword is the response's, not the body schema's.
+    assert.equal(JSON.stringify(feed?.content).includes('Kassa-Feed-Settle-Ms'), false);
+    // And every answer's Kassa-* header is checked against the document by call() (conformance.ts).
+    const merchant = await createTestMerchant(server);
+    const page = await call(server, 'GET', '/api/organization/events/', { token: merchant.token });
+    assert.equal(page.status, 200, page.text);
+    assert.equal(page.headers.get('kassa-feed-settle-ms'), DB_KIND === 'postgres' ? '2000' : '0');
+  });
+
   test('request fields the handlers check by hand are documented with their precise types', () => {
     const byRoute = new Map(operations(document));
     const query = (route: string, name: string) =>
@@ -246,6 +275,39 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     assert.equal(products.oneOf?.length, 2);
     assert.ok(body('POST /api/checkout/create/').sandbox_simulate.anyOf);
     assert.ok(body('POST /api/transactions/{id}/refund/').amount.anyOf);
+  });
+
+  test('the checkout body and its items accept what the server accepts: other fields are ignored, not refused', async () => {
+    // The items' schemas said additionalProperties: false while the server took such items (201).
+    const validate = await requestBodyValidator(server.url, 'POST', '/api/checkout/create/');
+    const merchant = await createTestMerchant(server, 'Schema Shop');
+    const key = await createTestKey(server, merchant);
+    const product = await call<{ id: string }>(server, 'POST', '/api/products/', {
+      token: merchant.token,
+      body: { name: 'Mug', unit_price: '12.00', currency: 'USD' },
+    });
+    assert.equal(product.status, 201, product.text);
+    const base = {
+      billing_country: 'FR',
+      billing_first_name: 'Ada',
+      billing_last_name: 'Lovelace',
+      billing_email: 'ada@example.com',
+    };
+    const cases: [string, unknown[], Record<string, unknown>?][] = [
+      ['an ad hoc item with an extra field', [{ name: 'Widget', unit_price: 25, sku: 'W-1' }]],
+      ['a catalog item with an extra field', [{ id: product.body.id, quantity: 2, note: 'gift' }]],
+      ['a catalog item with a name, which the catalog overrides', [{ id: product.body.id, name: 'Cup' }]],
+      ['an extra top-level field', [{ name: 'Widget', unit_price: '25.00' }], { cart: 'c-1' }],
+      ['a catalog id with a unit_price', [{ id: product.body.id, unit_price: 5 }]],
+      ['a name without a unit_price', [{ name: 'Widget' }]],
+      ['a unit_price without a name', [{ unit_price: 5 }]],
+    ];
+    for (const [what, products, extra] of cases) {
+      const body = { ...base, products, ...extra };
+      const response = await call(server, 'POST', '/api/checkout/create/', { apiKey: key, body });
+      assert.ok([201, 400].includes(response.status), `${what}: ${response.status} ${response.text}`);
+      assert.equal(validate(body), response.status === 201, `${what}: the document and the server disagree`);
+    }
   });
 
   test('/docs answers with the interactive documentation as HTML', async () => {

@@ -2,9 +2,9 @@
 // use atomically (never past max_uses, also under 50 parallel starts), and paid payments feed the stats.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
 import { lockLink } from '../src/modules/payment-links/store.ts';
 import { billing, CARDS, pay } from './helpers/checkout.ts';
+import { someoneWaitsOnALock } from './helpers/locks.ts';
 import {
   call,
   createTestMerchant,
@@ -236,23 +236,6 @@ describe(`a link checkout's first payment at its expiry (${DB_KIND})`, () => {
   });
   after(() => server.close());
 
-  /** Until a PostgreSQL backend waits on a row lock (SQLite: a moment for the request to queue). */
-  async function someoneWaitsOnALock(): Promise<void> {
-    if (DB_KIND !== 'postgres') {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      return;
-    }
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const { rows } = await sql<{ n: number }>`
-        select count(*)::int as n from pg_stat_activity
-        where wait_event_type = 'Lock' and datname = current_database()`.execute(server.ctx.db);
-      if (rows[0].n > 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    assert.fail('the card attempt never waited on the link lock');
-  }
-
   test('a start that found the checkout expired and unpaid is never followed by its payment (max_uses 1)', async () => {
     const product = await call<Json>(server, 'POST', '/api/products/', {
       token: merchant.token,
@@ -294,7 +277,7 @@ describe(`a link checkout's first payment at its expiry (${DB_KIND})`, () => {
     offsetMs = Date.parse(session.expires_at) - Date.now() - 2_000;
     const attempt = pay(server, started.body.token as string, CARDS.success);
     try {
-      await someoneWaitsOnALock();
+      await someoneWaitsOnALock(server.ctx.db, 'the card attempt (the link lock)');
       offsetMs = Date.parse(session.expires_at) - Date.now() + 1_000;
     } finally {
       release();

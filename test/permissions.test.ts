@@ -64,7 +64,7 @@ describe(`permissions of every session route (${DB_KIND})`, () => {
 
   test('a session route without a permission stops the app from starting, naming the route and the table', async () => {
     const app = Fastify().withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
-    await registerOpenApi(app);
+    await registerOpenApi(app, { publicUrl: 'http://localhost:3000' });
     assert.throws(
       () => app.get('/api/organization/unlisted/', async () => ({})),
       /GET \/api\/organization\/unlisted\/ has no permission: add it to SESSION_ROUTES in src\/modules\/members\/permissions\.ts/,

@@ -201,6 +201,37 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
     assert.equal(me.status, 200, 'the live dashboard session still works');
   });
 
+  test('failed-password counts go once their window has ended (15 minutes); counts of the current window stay', async () => {
+    const wrong = await call(server, 'POST', '/api/auth/login/', {
+      body: { email: merchant.email, password: 'not the password' },
+    });
+    assert.equal(wrong.status, 401);
+    const current = await server.ctx.db.selectFrom('login_failures').select('key_hash').execute();
+    assert.equal(current.length, 3, 'the account from this address, the account, the address');
+    const window = server.ctx.config.rateLimits.loginWindowMs;
+    // More than one batch of ended windows, and one that ends in a minute.
+    await server.ctx.db
+      .insertInto('login_failures')
+      .values(
+        Array.from({ length: 600 }, (_, i) => ({
+          key_hash: `ended-${i}`,
+          scope: 'address' as const,
+          failures: 3,
+          window_started_at: ago(window + 1000 + i),
+        })),
+      )
+      .execute();
+    await server.ctx.db
+      .insertInto('login_failures')
+      .values({ key_hash: 'ending', scope: 'account', failures: 1, window_started_at: ago(window - 60_000) })
+      .execute();
+    await drain();
+    const left = (await server.ctx.db.selectFrom('login_failures').select('key_hash').execute()).map(
+      (row) => row.key_hash,
+    );
+    assert.deepEqual(left.sort(), [...current.map((row) => row.key_hash), 'ending'].sort());
+  });
+
   test("handled provider events (Stripe's ids) go 30 days after they were handled; unhandled ones stay", async () => {
     const event = (id: string, processedAt: string | null) =>
       server.ctx.db

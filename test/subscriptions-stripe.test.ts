@@ -9,10 +9,12 @@ import { readdir, readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { sha256Hex } from '../src/lib/ids.ts';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { resolveFlaggedRenewal } from '../src/modules/subscriptions/resolve.ts';
 import { syncSetupById } from '../src/modules/subscriptions/signup.ts';
 import { billing } from './helpers/checkout.ts';
+import { kassa } from './helpers/cli.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
-import { reconcile } from './helpers/provider-checks.ts';
+import { flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
 import { call, createTestMerchant, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
 import { hostedStep, type Json, payInElement, startWithStripe } from './helpers/stripe.ts';
 
@@ -432,5 +434,178 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       .where('id', '=', cycle.id)
       .executeTakeFirstOrThrow();
     assert.deepEqual({ ...paid }, { status: 'paid', attempts: 2 });
+  });
+
+  const operationOf = (key: string) =>
+    server.ctx.db
+      .selectFrom('provider_operations')
+      .selectAll()
+      .where('idempotency_key', '=', key)
+      .executeTakeFirstOrThrow();
+  const flaggedGauge = async () => {
+    const metrics = await call(server, 'GET', '/metrics');
+    const line = /^kassa_provider_operations_flagged\{kind="renewal_charge"\} (\d+)$/m.exec(metrics.text);
+    return line ? Number(line[1]) : null;
+  };
+
+  test('a renewal Stripe refuses for 72 hours is flagged for the operator (payment review, doctor, /metrics); resolved not charged once the key is back, the same try is charged once', async () => {
+    const email = 'stripe-revoked@example.com';
+    const subscription = await paidSignup('Monthly, revoked key', '8.90', email);
+    const rolled = fake.rollSecretKey();
+    let cycle = await periodOne(subscription.id).catch(() => null);
+    try {
+      // Refused at the first try, an hour later, and 71 hours later: put off each time.
+      for (const minutes of [0, 61, 71 * 60 + 1]) {
+        offsetMs = 32 * DAY + minutes * 60_000;
+        await runRenewals(server.ctx);
+        cycle = await periodOne(subscription.id);
+        assert.deepEqual([cycle.status, cycle.attempts], ['processing', 0]);
+        assert.ok(cycle.next_attempt_at, 'the same try again in an hour');
+      }
+      assert.ok(cycle);
+      const key = `kassa-renew-${cycle.id}-1`;
+      assert.equal((await operationOf(key)).state, 'done', 'not flagged before 72 hours');
+      assert.equal(await flaggedGauge(), 0);
+
+      offsetMs = 32 * DAY + (72 * 60 + 2) * 60_000;
+      await runRenewals(server.ctx);
+      cycle = await periodOne(subscription.id);
+      assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['processing', 1, null]);
+      const flagged = await operationOf(key);
+      assert.deepEqual(
+        [flagged.state, flagged.outcome, flagged.outcome_code],
+        ['flagged', 'failed', 'provider_authentication'],
+      );
+      assert.match(
+        flagged.last_read_error ?? '',
+        /^stripe refused every call of this try since \S+ \(provider_authentication: Invalid API Key/,
+      );
+      // Not made again by itself, not dunned, nobody mailed.
+      const requests = fake.requests.length;
+      offsetMs = 32 * DAY + 90 * HOUR;
+      await runRenewals(server.ctx);
+      assert.equal(fake.requests.length, requests, 'no call to Stripe');
+      assert.equal((await subscriptionOf(email))?.status, 'active');
+      assert.deepEqual(await mailsTo(email, 'Your payment to'), []);
+
+      // Where flagged calls are seen: the renewal payment's review, /metrics, kassa doctor (read at
+      // today's time: the owner's session has not lived 35 days).
+      offsetMs = 0;
+      const payment = await server.ctx.db
+        .selectFrom('payments')
+        .select(['public_id', 'status'])
+        .where('id', '=', cycle.payment_id ?? 0)
+        .executeTakeFirstOrThrow();
+      const detail = await call<Json>(server, 'GET', `/api/payments/${payment.public_id}/`, {
+        token: owner.token,
+      });
+      assert.equal(detail.status, 200, detail.text);
+      const review = detail.body.provider_review as Json;
+      assert.deepEqual([review.state, review.operation], ['flagged', key]);
+      assert.match(String(review.reason), /refused every call of this try/);
+      assert.equal(await flaggedGauge(), 1);
+      const doctor = await kassa(['doctor'], server.env);
+      assert.match(
+        doctor.stdout,
+        /^warn {2}1 provider call\(s\) flagged for review \(1 renewal_charge\): .*kassa renewal list/m,
+      );
+
+      // Still refused: the provider cannot be read, nothing changes.
+      offsetMs = 32 * DAY + 91 * HOUR;
+      await assert.rejects(
+        resolveFlaggedRenewal(server.ctx, { operation: key, resolution: 'not_charged' }),
+        /^Error: Kassa could not read TX\w+ from stripe \(Invalid API Key.*\)\. Nothing changed; resolve it once the provider answers\.$/,
+      );
+      assert.equal((await operationOf(key)).state, 'flagged');
+    } finally {
+      rolled.restore();
+    }
+    assert.ok(cycle);
+    const key = `kassa-renew-${cycle.id}-1`;
+    await assert.rejects(
+      resolveFlaggedRenewal(server.ctx, { operation: key, resolution: 'paid' }),
+      /stripe shows no charge of this try/,
+    );
+    const resolved = await resolveFlaggedRenewal(server.ctx, { operation: key, resolution: 'not_charged' });
+    assert.deepEqual([resolved.cycle.status, resolved.cycle.attempts], ['processing', 0]);
+    const waiting = await periodOne(subscription.id);
+    assert.equal(waiting.provider_errors_since, null, 'the refusals are counted anew');
+    assert.ok(waiting.next_attempt_at && Date.parse(waiting.next_attempt_at) <= Date.now() + offsetMs);
+
+    await runRenewals(server.ctx);
+    const paid = await periodOne(subscription.id);
+    assert.deepEqual([paid.status, paid.attempts], ['paid', 1]);
+    const renewals = renewalsOf(subscription.public_id);
+    assert.equal(renewals.length, 1);
+    assert.equal(fake.ledger.chargesOf(renewals[0].id).length, 1, 'charged once');
+    const keys = fake.requests.filter((request) =>
+      request.idempotencyKey?.startsWith(`kassa-renew-${cycle?.id}-`),
+    );
+    assert.ok(keys.length > 0 && keys.every((request) => request.idempotencyKey === key), 'the same try');
+    assert.deepEqual(
+      [(await operationOf(key)).state, (await operationOf(key)).outcome],
+      ['done', 'succeeded'],
+    );
+    offsetMs = 0;
+    assert.equal(await flaggedGauge(), 0);
+  });
+
+  test("a renewal flagged while Stripe's search does not show it: paid names the PaymentIntent, which must be this renewal's", async () => {
+    const subscription = await paidSignup('Monthly, named intent', '5.90', 'stripe-named@example.com');
+    loseRenewalAnswers();
+    await runRenewals(server.ctx);
+    const [intent] = renewalsOf(subscription.public_id);
+    assert.equal(intent.status, 'succeeded', 'Stripe charged the card');
+    const cycle = await periodOne(subscription.id);
+    const key = `kassa-renew-${cycle.id}-1`;
+    await flagAfterLastRead(server.ctx, key, 'Stripe unreachable');
+    const signup = [...fake.ledger.intents.values()].find(
+      (other) => other.customer === subscription.provider_customer_id && other.id !== intent.id,
+    );
+    assert.ok(signup);
+    fake.ledger.searchLagSince = intent.created;
+    try {
+      await assert.rejects(
+        resolveFlaggedRenewal(server.ctx, { operation: key, resolution: 'paid' }),
+        /^Error: stripe shows no charge of this try \(no payment for TX\w+\)\. Nothing changed\. If its dashboard shows the charge, name it with --provider-payment-id/,
+      );
+      const wrong = await kassa(
+        ['renewal', 'resolve', key, 'paid', '--provider-payment-id', signup.id],
+        server.env,
+      );
+      assert.equal(wrong.code, 1);
+      assert.match(
+        wrong.stderr,
+        new RegExp(
+          `^kassa: ${signup.id} is not this renewal's payment: stripe shows it made for TX\\w+, the renewal is TX\\w+\\. Nothing changed\\.$`,
+          'm',
+        ),
+      );
+      assert.equal((await operationOf(key)).state, 'flagged');
+
+      const named = await kassa(
+        ['renewal', 'resolve', key, 'paid', '--provider-payment-id', intent.id],
+        server.env,
+      );
+      assert.equal(named.code, 0, named.stderr);
+      const answer = JSON.parse(named.stdout) as Json;
+      assert.deepEqual(
+        [answer.provider_payment_id, answer.payment_status, (answer.cycle as Json).status],
+        [intent.id, 'paid', 'paid'],
+      );
+    } finally {
+      fake.ledger.searchLagSince = null;
+    }
+    const payment = await server.ctx.db
+      .selectFrom('payments')
+      .select(['id', 'status', 'provider_payment_id'])
+      .where('id', '=', cycle.payment_id ?? 0)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([payment.status, payment.provider_payment_id], ['paid', intent.id]);
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1, 'settled once');
+    assert.equal(renewalsOf(subscription.public_id).length, 1);
+    assert.equal(fake.ledger.chargesOf(intent.id).length, 1, 'charged once');
+    const settled = await operationOf(key);
+    assert.deepEqual([settled.state, settled.provider_object_id], ['done', intent.id]);
   });
 });

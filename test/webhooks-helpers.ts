@@ -102,6 +102,15 @@ export function header(request: ReceivedRequest, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** The Standard Webhooks headers of a request, as a receiver hands them to `standardwebhooks`. */
+export function standardHeaders(request: ReceivedRequest): Record<string, string> {
+  return {
+    'webhook-id': header(request, 'webhook-id'),
+    'webhook-timestamp': header(request, 'webhook-timestamp'),
+    'webhook-signature': header(request, 'webhook-signature'),
+  };
+}
+
 /** Points the merchant's endpoint at `url`; returns the raw secret when the endpoint is new. */
 export async function setEndpoint(
   server: TestServer,

@@ -5,8 +5,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Child, startNode, stop, waitFor } from '../bench/processes.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
-import { WARM_FOR_MS } from '../src/modules/webhooks/worker.ts';
-import { createTestMerchant, type Merchant, startTestServer, type TestServer } from './helpers/server.ts';
+import { deliveryWorker, WARM_FOR_MS } from '../src/modules/webhooks/worker.ts';
+import {
+  createTestMerchant,
+  DB_KIND,
+  type Merchant,
+  startTestServer,
+  type TestServer,
+} from './helpers/server.ts';
 import { type Receiver, setEndpoint, startReceiver } from './webhooks-helpers.ts';
 
 /** Far longer than any bound below: a delivery within the bound cannot come from the poll. */
@@ -110,6 +116,23 @@ describe('the webhook worker wakes on work', () => {
     } finally {
       if (worker) await stop(worker);
       await api.close();
+    }
+  });
+
+  test('after work the worker polls every 10 ms only while it may miss a commit (SQLite), not while it hears every one (PostgreSQL LISTEN)', async () => {
+    const server = await startTestServer({ env: { KASSA_WORKER_POLL_MS: SAFETY_POLL_MS } });
+    try {
+      const merchant = await createTestMerchant(server);
+      await setEndpoint(server, merchant, `${receiver.url}/warm/${merchant.slug}`);
+      await sleep(WARM_FOR_MS + 300);
+      const subject = await commitEvent(server, merchant, 1);
+      await receiver.waitFor(1, 10_000, (request) => request.text.includes(subject));
+      // Within the warm window that follows work: how long the loop would sleep now.
+      const idle = deliveryWorker(server.ctx).idleMs();
+      if (DB_KIND === 'postgres') assert.equal(idle, Number(SAFETY_POLL_MS), 'LISTEN hears every commit');
+      else assert.ok(idle <= 10, `slept ${idle} ms: the warm poll (every 10 ms) was expected`);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -61,6 +61,8 @@ describe('webhook configuration and delivery', () => {
       secret_preview: null,
       created_at: null,
       updated_at: null,
+      previous_secret_expires_at: null,
+      endpoint_problem: null,
     });
 
     const first = await call<Record<string, string>>(server, 'PUT', '/api/organization/webhook/', {
@@ -84,6 +86,8 @@ describe('webhook configuration and delivery', () => {
       token: merchant.token,
     });
     assert.equal(shown.body.endpoint_url, 'http://merchant.example/other');
+    assert.equal(shown.body.endpoint_problem, null);
+    assert.equal(shown.body.previous_secret_expires_at, null);
     assert.equal(shown.body.raw_secret, undefined);
     assert.ok(!shown.text.includes(first.body.raw_secret));
   });

@@ -1777,19 +1777,21 @@ export interface components {
             payment_status: components["schemas"]["PaymentStatus"] | null;
             redirect_url: string | null;
         };
-        /** @description A product of the catalog, at its catalog price. */
+        /** @description A product of the catalog, at its catalog price (so no unit_price). Other fields are ignored. */
         CatalogItem: {
             id: string;
             /** @description Default 1. */
             quantity?: number;
+            unit_price?: never;
         };
-        /** @description A product named and priced in the request. */
+        /** @description A product named and priced in the request (no id: an id makes it a catalog item). Other fields are ignored. */
         AdHocItem: {
             name: string;
             /** @description In the checkout currency, at most two decimals. */
             unit_price: number | string;
             /** @description Default 1. */
             quantity?: number;
+            id?: never;
         };
         /** @description One card attempt synced from the provider. */
         DepositAttempt: {
@@ -1869,10 +1871,18 @@ export interface components {
             currency: "USD" | "EUR";
             /** @description The whole history, newest first. */
             depositAttempts: components["schemas"]["DepositAttempt"][];
+            /** @description As on the Payment: true when the built-in simulator processed it. Absent from a checkout's cancellation before any attempt (no payment). */
+            simulated?: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description The checkout's metadata; {} when none was given. */
+            metadata: {
+                [key: string]: string;
+            };
+            client_reference_id: string | null;
+            subscription_id: string | null;
             /** @description true for production data, false for sandbox data. */
             livemode: boolean;
         };
@@ -3895,6 +3905,8 @@ export interface operations {
             /** @description The organization's events, oldest first. */
             200: {
                 headers: {
+                    /** @description Milliseconds an event is held back before the feed returns it: 2000 on PostgreSQL (so that events of transactions still committing are not skipped by a cursor), 0 on SQLite. A follower starting from "now" waits this long first. */
+                    "Kassa-Feed-Settle-Ms"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6356,6 +6368,8 @@ export interface operations {
                         secret_preview: string | null;
                         created_at: string | null;
                         updated_at: string | null;
+                        previous_secret_expires_at: string | null;
+                        endpoint_problem: string | null;
                     };
                 };
             };
@@ -6423,6 +6437,8 @@ export interface operations {
                         secret_preview: string | null;
                         created_at: string | null;
                         updated_at: string | null;
+                        previous_secret_expires_at: string | null;
+                        endpoint_problem: string | null;
                         /** @description The secret, shown once. */
                         raw_secret?: string;
                     };
@@ -6473,7 +6489,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Seconds (0 to 604800, 7 days) during which the replaced secret also signs the Standard Webhooks webhook-signature header, beside the new one. 0, the default: only the new secret signs from now on. X-Webhook-Signature always carries the new secret's signature alone. */
+                    previous_secret_expires_in?: number;
+                };
+            };
+        };
         responses: {
             /** @description The webhook endpoint; raw_secret is present only when a secret was just created. */
             200: {
@@ -6486,6 +6509,8 @@ export interface operations {
                         secret_preview: string | null;
                         created_at: string | null;
                         updated_at: string | null;
+                        previous_secret_expires_at: string | null;
+                        endpoint_problem: string | null;
                         /** @description The secret, shown once. */
                         raw_secret?: string;
                     };

@@ -165,6 +165,8 @@ export interface TransactionStatusChanged extends EventBase {
   status: PaymentStatus;
   currency: Currency;
   depositAttempts: DepositAttempt[];
+  /** True when the built-in simulator processed the payment; absent when a checkout is canceled before any attempt. */
+  simulated?: boolean;
   created_at: string | null;
   updated_at: string | null;
   metadata: Record<string, string>;

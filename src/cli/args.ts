@@ -36,3 +36,14 @@ export function joinDashedValues(argv: string[], options: Record<string, OptionS
   }
   return joined;
 }
+
+/**
+ * The --limit of a list command: a whole number from 1 to 1000, 100 when not given. Null, with the reason
+ * printed, when it is anything else.
+ */
+export function listLimit(raw: unknown): number | null {
+  const limit = raw === undefined ? 100 : Number(raw);
+  if (Number.isInteger(limit) && limit >= 1 && limit <= 1000) return limit;
+  console.error(`kassa: --limit must be a whole number from 1 to 1000, got "${String(raw)}".`);
+  return null;
+}

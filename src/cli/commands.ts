@@ -13,6 +13,7 @@ import { merchantCreateCommand } from './merchant.ts';
 import { orgCommands } from './org.ts';
 import { payoutCommands } from './payout.ts';
 import { refundCommands } from './refund.ts';
+import { renewalCommands } from './renewal.ts';
 
 export interface CommandInput {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -94,6 +95,7 @@ export const commands: Record<string, Command> = {
   ...orgCommands,
   ...payoutCommands,
   ...refundCommands,
+  ...renewalCommands,
   listen: listenCommand,
   doctor: doctorCommand,
 };

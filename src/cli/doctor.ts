@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { openDatabase } from '../db/connection.ts';
 import type { Database } from '../db/database.ts';
 import { migrations } from '../db/migrations/index.ts';
+import { flaggedOperationCounts } from '../provider/operations/store.ts';
 import { providerRefusals, providerWarnings } from '../provider/startup.ts';
 import type { Command } from './commands.ts';
 
@@ -20,15 +21,20 @@ async function checkDatabase(config: Config): Promise<Line[]> {
       .then((result) => new Set(result.rows.map((row) => row.name)))
       .catch(() => new Set<string>());
     const pending = Object.keys(migrations(handle.kind)).filter((name) => !done.has(name));
+    if (pending.length > 0) {
+      return [
+        ['ok', `database (${handle.kind}) answers`],
+        [
+          'warn',
+          `${pending.length} migration(s) to apply (kassa migrate, or at start): ${pending.join(', ')}`,
+        ],
+      ];
+    }
     return [
       ['ok', `database (${handle.kind}) answers`],
-      pending.length === 0
-        ? ['ok', 'database is up to date']
-        : [
-            'warn',
-            `${pending.length} migration(s) to apply (kassa migrate, or at start): ${pending.join(', ')}`,
-          ],
-      ...(pending.length === 0 ? await checkConflicts(handle.db) : []),
+      ['ok', 'database is up to date'],
+      await flaggedLine(await flaggedOperationCounts(handle.db)),
+      ...(await checkConflicts(handle.db)),
     ];
   } catch (error) {
     return [['FAIL', `database: ${error instanceof Error ? error.message : String(error)}`]];
@@ -65,6 +71,20 @@ async function checkConflicts(db: Kysely<Database>): Promise<Line[]> {
     ]);
   }
   return lines;
+}
+
+/** The provider calls flagged for review: each waits for a person (docs/operations.md "Flagged provider calls"). */
+async function flaggedLine(counts: { kind: string; count: number }[]): Promise<Line> {
+  const total = counts.reduce((sum, { count }) => sum + count, 0);
+  if (total === 0) return ['ok', 'no provider call is flagged for review'];
+  const { RENEWAL_KIND } = await import('../modules/subscriptions/renew.ts');
+  const renewals = counts.find(({ kind }) => kind === RENEWAL_KIND)?.count ?? 0;
+  const kinds = counts.map(({ kind, count }) => `${count} ${kind}`).join(', ');
+  return [
+    'warn',
+    `${total} provider call(s) flagged for review (${kinds}): see each payment's provider review` +
+      (renewals > 0 ? '; renewal tries: kassa renewal list, then kassa renewal resolve' : ''),
+  ];
 }
 
 function keyMode(key: string): 'test' | 'live' | null {

@@ -3,7 +3,8 @@
 // (with a secret printed at start) to a local URL: webhooks on a laptop without a public endpoint.
 import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
-import { FEED_SETTLE_HEADER } from '../modules/events/routes.ts';
+import { publicUrlOf } from '../config.ts';
+import { FEED_SETTLE_HEADER } from '../modules/events/schemas.ts';
 import { generateSecret, sign, standardWebhookHeaders } from '../modules/webhooks/secret.ts';
 import type { Command } from './commands.ts';
 
@@ -56,7 +57,8 @@ export const listenCommand: Command = {
     '--forward-to <url> [--api <kassa url>] [--email <email>] [--password <pw>] [--token <session token>]',
   help: `Options:
   --forward-to   the local URL that receives the events (required)
-  --api          the Kassa server (default KASSA_PUBLIC_URL or http://localhost:3000)
+  --api          the Kassa server (default KASSA_PUBLIC_URL, else http://localhost on
+                 KASSA_PORT, PORT or 3000, as the server itself defaults)
   --email, --password  dashboard credentials (asked for when missing and no --token)
   --token        an existing dashboard session token instead of logging in
   --from-start   also forward events written before listen started
@@ -75,10 +77,8 @@ Events are signed with a secret printed at start (not your endpoint's secret).`,
       console.error('kassa: listen needs --forward-to http(s)://... (see --help).');
       return 1;
     }
-    const base = String(values.api ?? process.env.KASSA_PUBLIC_URL ?? 'http://localhost:3000').replace(
-      /\/+$/,
-      '',
-    );
+    // The service's own default: KASSA_PUBLIC_URL, else localhost on KASSA_PORT, PORT or 3000.
+    const base = String(values.api ?? publicUrlOf(process.env)).replace(/\/+$/, '');
     let token = typeof values.token === 'string' ? values.token : null;
     if (!token) {
       const prompt = createInterface({ input: process.stdin, output: process.stderr });

@@ -5,6 +5,7 @@ import { openAndMigrate } from '../db/connection.ts';
 import { OPERATOR } from '../modules/audit/record.ts';
 import { operatorDestination } from '../modules/payouts/destinations.ts';
 import { presentPayout, settlePayout } from '../modules/payouts/service.ts';
+import { listLimit } from './args.ts';
 import type { Command } from './commands.ts';
 
 function payoutCommand(outcome: 'completed' | 'rejected'): Command {
@@ -63,11 +64,8 @@ Settle one with "kassa payout complete <id>" or "kassa payout reject <id>".`,
       console.error(`kassa: --status must be one of ${STATUSES.join(', ')}, got "${status}".`);
       return 1;
     }
-    const limit = values.limit === undefined ? 100 : Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
-      console.error(`kassa: --limit must be a whole number from 1 to 1000, got "${values.limit}".`);
-      return 1;
-    }
+    const limit = listLimit(values.limit);
+    if (limit === null) return 1;
     const cfg = config();
     const handle = await openAndMigrate(cfg.database);
     try {

@@ -7,3 +7,8 @@ export function isUniqueViolation(error: unknown): boolean {
   const message = error instanceof Error ? error.message : '';
   return /UNIQUE constraint failed|duplicate key value violates unique constraint/.test(message);
 }
+
+/** A row lock taken with NOWAIT was held by another transaction (PostgreSQL SQLSTATE 55P03). */
+export function isLockNotAvailable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '55P03';
+}

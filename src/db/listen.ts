@@ -12,6 +12,12 @@ const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 10_000;
 
 export interface OutboxListener {
+  /**
+   * Whether every commit that writes outbox rows, in any process, is heard now (PostgreSQL: the LISTEN
+   * connection is up; each such commit NOTIFYs, migration 017). SQLite's log watch answers no: the
+   * kernel may report a write before the commit is visible, so it is rechecked for a while only.
+   */
+  hearsEveryCommit(): boolean;
   close(): Promise<void>;
 }
 
@@ -24,6 +30,8 @@ export function listenForOutbox(
   let client: pg.Client | null = null;
   let retryMs = FIRST_RETRY_MS;
   let retryTimer: NodeJS.Timeout | null = null;
+  /** LISTEN is in place on the current connection (set after it, cleared when the connection is lost). */
+  let listening = false;
 
   const retry = () => {
     if (closed || retryTimer) return;
@@ -45,6 +53,7 @@ export function listenForOutbox(
     const lost = (error?: unknown) => {
       if (client !== current) return;
       client = null;
+      listening = false;
       if (error !== undefined && !closed) onError(error);
       void current.end().catch(() => {});
       retry();
@@ -67,6 +76,7 @@ export function listenForOutbox(
         return;
       }
       retryMs = FIRST_RETRY_MS;
+      listening = client === current;
       onNotify('unknown');
     } catch (error) {
       lost(error);
@@ -75,8 +85,10 @@ export function listenForOutbox(
 
   void connect();
   return {
+    hearsEveryCommit: () => listening && !closed,
     async close() {
       closed = true;
+      listening = false;
       if (retryTimer) clearTimeout(retryTimer);
       const current = client;
       client = null;
@@ -151,6 +163,7 @@ export function watchSqliteCommits(
     watcher = null;
   }
   return {
+    hearsEveryCommit: () => false,
     async close() {
       if (recheck) clearTimeout(recheck);
       recheck = null;

@@ -148,6 +148,15 @@ function send(
     .send({ detail, ...extra });
 }
 
+/**
+ * The answer to a body that is not JSON: a 400 naming the header, as the decisions want a wrong content
+ * type answered (a 400 whose detail names the field).
+ */
+export function wrongContentType(contentType: string | undefined): string {
+  const given = contentType ? `"${contentType.slice(0, 100)}"` : 'none';
+  return `Content-Type: must be application/json, got ${given}.`;
+}
+
 /** Route patterns by method, so an unknown method on a known path answers 405 rather than 404. */
 function routeMatcher(app: FastifyInstance) {
   const patterns: { method: string; regex: RegExp }[] = [];
@@ -188,11 +197,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
         return send(reply, 400, 'body: malformed JSON.');
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return send(
-          reply,
-          415,
-          `Unsupported media type "${request.headers['content-type'] ?? ''}"; send application/json.`,
-        );
+        return send(reply, 400, wrongContentType(request.headers['content-type']));
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return send(reply, 413, 'Request body is too large.');
       case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':

@@ -113,22 +113,33 @@ function name(route: RouteOptions, schema: Record<string, unknown>): void {
   schema.summary ??= summaryFor(method, route.url, schema.description);
 }
 
-export async function registerOpenApi(app: App): Promise<void> {
+/** Both servers' {origin} default to this instance's public URL (KASSA_PUBLIC_URL, else its own port). */
+function withOrigin(document: Record<string, unknown>, origin: string): Record<string, unknown> {
+  const servers = document.servers as { variables?: { origin?: { default: string } } }[] | undefined;
+  for (const server of servers ?? []) if (server.variables?.origin) server.variables.origin.default = origin;
+  return document;
+}
+
+/**
+ * `config` is read when the document is first built (the first request for it), not now: a service
+ * started on port 0 learns its public URL only once it listens.
+ */
+export async function registerOpenApi(app: App, config: { publicUrl: string }): Promise<void> {
   app.addHook('onRoute', (route) => document(route as RouteOptions));
   await app.register(swagger, {
-    transformObject: completeDocument,
+    transformObject: (built) => withOrigin(completeDocument(built), config.publicUrl),
     openapi: {
       openapi: '3.1.0',
       servers: [
         {
           url: '{origin}',
           description: 'Production: production API keys and dashboard sessions.',
-          variables: { origin: { default: 'http://localhost:3000', description: 'KASSA_PUBLIC_URL' } },
+          variables: { origin: { default: 'http://localhost', description: 'KASSA_PUBLIC_URL' } },
         },
         {
           url: '{origin}/sandbox',
           description: 'Sandbox: sandbox API keys, for the API-key operations only.',
-          variables: { origin: { default: 'http://localhost:3000', description: 'KASSA_PUBLIC_URL' } },
+          variables: { origin: { default: 'http://localhost', description: 'KASSA_PUBLIC_URL' } },
         },
       ],
       tags: [

@@ -1,5 +1,6 @@
 // Fixed-window rate limits kept in memory, per process (documented in docs/operations.md):
-// checking them costs no database round trip on the hot path.
+// checking them costs no database round trip on the hot path. Failed passwords and second-factor codes
+// are counted in the database instead (modules/auth/password-tries.ts, second-factor-tries.ts).
 import type { FastifyReply } from 'fastify';
 import type { Clock } from '../context.ts';
 import { RateLimitedError } from './errors.ts';
@@ -66,16 +67,6 @@ export class FixedWindowLimiter {
     const now = this.clock().getTime();
     const window = this.current(key, now);
     return this.state(window, now, window.count < this.limit);
-  }
-
-  /** Gives back one counted request (one that was refused further on without being evaluated). */
-  release(key: string): void {
-    const window = this.windows.get(key);
-    if (window && window.count > 0) window.count -= 1;
-  }
-
-  reset(key: string): void {
-    this.windows.delete(key);
   }
 }
 

@@ -29,6 +29,15 @@ const HASH_MAX_PER_KEY = 4;
 
 export const hashQueue = new HashQueue(HASH_CONCURRENCY, HASH_MAX_WAITING, HASH_MAX_PER_KEY);
 
+/**
+ * Password checks in progress, each from the count of its try in the database (auth/password-tries.ts)
+ * to the end of its hash, bounded like the hash queue's line: HASH_MAX_PER_KEY per client address, and
+ * as many in all as the queue runs and holds waiting. Past that a check is refused at once, before it
+ * reaches the database: a flood from one address would otherwise hold the connection pool (on SQLite,
+ * the one connection) while its counts wait on that address's row, and every other login behind it.
+ */
+export const passwordChecks = new HashQueue(HASH_CONCURRENCY + HASH_MAX_WAITING, 0, HASH_MAX_PER_KEY);
+
 function scryptAsync(
   queueKey: string | null,
   password: string,

@@ -81,6 +81,12 @@ export interface SavedCard {
 
 export interface ProviderPaymentState {
   providerPaymentId: string;
+  /**
+   * Our reference (TX…) the provider payment was made for, as the provider carries it (Stripe: the
+   * PaymentIntent's metadata[kassa_transaction_id]); null when it carries none. An operator who names a
+   * provider payment by its id (kassa renewal resolve) is checked against it.
+   */
+  reference?: string | null;
   outcome: ProviderPaymentOutcome;
   /** Deposit (settlement) state of a successful payment. */
   depositStatus: 'pending' | 'succeeded' | null;

@@ -1,18 +1,24 @@
 // OpenAPI conformance of every response the e2e suite sees: call() hands each answer of a path under
 // /api or /sandbox/api to checkResponse, which validates the JSON body against the response schema that
-// the server's own /api/openapi.json declares for that operation and status. A mismatch throws, so the
-// test that made the call fails, naming the route, the status and the first schema error.
+// the server's own /api/openapi.json declares for that operation and status, and checks that each of
+// Kassa's own headers it carries (Kassa-*) is declared there. A mismatch throws, so the test that made
+// the call fails, naming the route, the status and the first schema error (or the header).
+// checkWebhookBody does the same for a webhook body a receiver got, against the document's `webhooks`
+// section.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 
 interface ResponseObject {
   content?: Record<string, { schema?: unknown }>;
+  headers?: Record<string, unknown>;
 }
 interface Operation {
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
   responses?: Record<string, ResponseObject>;
 }
 interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>;
+  webhooks?: Record<string, { post?: { requestBody?: { content?: Record<string, { schema?: unknown }> } } }>;
   components?: { schemas?: Record<string, unknown> };
 }
 
@@ -28,7 +34,21 @@ interface CompiledOperation {
 const ajv = new Ajv2020({ strict: false, allErrors: false, addUsedSchema: false, validateFormats: true });
 formats.default(ajv);
 
+const documentsByServer = new Map<string, Promise<OpenApiDocument>>();
 const operationsByServer = new Map<string, Promise<CompiledOperation[]>>();
+const webhookValidatorsByServer = new Map<string, Promise<Map<string, ValidateFunction>>>();
+
+/** The server's own /api/openapi.json, read once per server. */
+function documentOf(serverUrl: string): Promise<OpenApiDocument> {
+  let document = documentsByServer.get(serverUrl);
+  if (!document) {
+    document = fetch(`${serverUrl}/api/openapi.json`).then(
+      (response) => response.json() as Promise<OpenApiDocument>,
+    );
+    documentsByServer.set(serverUrl, document);
+  }
+  return document;
+}
 
 /** Inlines #/components/schemas refs and drops $id, so each schema compiles on its own. */
 function standalone(schema: unknown, components: Record<string, unknown>, depth = 0): unknown {
@@ -72,17 +92,16 @@ function compileDocument(document: OpenApiDocument): CompiledOperation[] {
 function operationsOf(serverUrl: string): Promise<CompiledOperation[]> {
   let operations = operationsByServer.get(serverUrl);
   if (!operations) {
-    operations = fetch(`${serverUrl}/api/openapi.json`)
-      .then((response) => response.json() as Promise<OpenApiDocument>)
-      .then((document) => {
-        const components = document.components?.schemas ?? {};
-        const compiled = compileDocument(document);
-        for (const operation of compiled)
-          for (const response of Object.values(operation.responses))
-            for (const media of Object.values(response.content ?? {}))
-              if (media.schema !== undefined) media.schema = standalone(media.schema, components);
-        return compiled;
-      });
+    operations = documentOf(serverUrl).then((served) => {
+      const document = structuredClone(served);
+      const components = document.components?.schemas ?? {};
+      const compiled = compileDocument(document);
+      for (const operation of compiled)
+        for (const response of Object.values(operation.responses))
+          for (const media of Object.values(response.content ?? {}))
+            if (media.schema !== undefined) media.schema = standalone(media.schema, components);
+      return compiled;
+    });
     operationsByServer.set(serverUrl, operations);
   }
   return operations;
@@ -104,6 +123,8 @@ export interface ObservedResponse {
   contentType: string | null;
   text: string;
   body: unknown;
+  /** The answer's headers: each of Kassa's own (Kassa-*) must be declared on the documented response. */
+  headers?: Headers;
 }
 
 /** Throws when a response to an /api or /sandbox/api path does not match its documented schema. */
@@ -120,6 +141,13 @@ export async function checkResponse(serverUrl: string, observed: ObservedRespons
     throw new Error(`OpenAPI conformance: ${route} answered ${observed.status}, which it does not document.`);
   }
   const [key, response] = documented;
+  const declared = new Set(Object.keys(response.headers ?? {}).map((name) => name.toLowerCase()));
+  for (const name of observed.headers?.keys() ?? []) {
+    if (name.startsWith('kassa-') && !declared.has(name))
+      throw new Error(
+        `OpenAPI conformance: ${route} ${observed.status} sent the header ${name}, which it does not declare.`,
+      );
+  }
   const media = response.content?.['application/json'];
   // A documented non-JSON body (the CSV exports) is checked by its own test, not here.
   const documentedTypes = Object.keys(response.content ?? {});
@@ -144,4 +172,53 @@ export async function checkResponse(serverUrl: string, observed: ObservedRespons
       `OpenAPI conformance: ${route} ${observed.status} does not match its schema: ${where} ${first?.message ?? 'is invalid'}${extra}`,
     );
   }
+}
+
+/** A validator per event, compiled from the request body the document's `webhooks` section gives it. */
+function webhookValidatorsOf(serverUrl: string): Promise<Map<string, ValidateFunction>> {
+  let validators = webhookValidatorsByServer.get(serverUrl);
+  if (!validators) {
+    validators = documentOf(serverUrl).then((document) => {
+      const components = document.components?.schemas ?? {};
+      const compiled = new Map<string, ValidateFunction>();
+      for (const [event, item] of Object.entries(document.webhooks ?? {})) {
+        const schema = item.post?.requestBody?.content?.['application/json']?.schema;
+        if (schema !== undefined) compiled.set(event, ajv.compile(standalone(schema, components) as object));
+      }
+      return compiled;
+    });
+    webhookValidatorsByServer.set(serverUrl, validators);
+  }
+  return validators;
+}
+
+/**
+ * Throws unless a webhook body (as a receiver got it) matches the schema the server's OpenAPI document
+ * gives its event under `webhooks` (#/webhooks/{event}/post/requestBody).
+ */
+export async function checkWebhookBody(serverUrl: string, body: unknown): Promise<void> {
+  const event = (body as { event?: unknown } | null)?.event;
+  const validate = typeof event === 'string' ? (await webhookValidatorsOf(serverUrl)).get(event) : undefined;
+  if (!validate) throw new Error(`OpenAPI conformance: the document has no webhook ${String(event)}.`);
+  if (!validate(body)) {
+    const [first] = validate.errors ?? [];
+    const where = first?.instancePath || '(body)';
+    const extra = first?.params ? ` ${JSON.stringify(first.params)}` : '';
+    throw new Error(
+      `OpenAPI conformance: a ${event} webhook body does not match its schema: ${where} ${first?.message ?? 'is invalid'}${extra}`,
+    );
+  }
+}
+
+/** A validator for the JSON request body the server's document gives an operation ('POST', '/api/…/'). */
+export async function requestBodyValidator(
+  serverUrl: string,
+  method: string,
+  path: string,
+): Promise<ValidateFunction> {
+  const document = await documentOf(serverUrl);
+  const schema =
+    document.paths[path]?.[method.toLowerCase()]?.requestBody?.content?.['application/json']?.schema;
+  if (schema === undefined) throw new Error(`the document has no JSON request body for ${method} ${path}`);
+  return ajv.compile(standalone(schema, document.components?.schemas ?? {}) as object);
 }

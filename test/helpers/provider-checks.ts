@@ -1,7 +1,7 @@
 // What the provider tests look at besides the API: the write-ahead operation rows, the simulator's own
 // record of a payment, the settlements in the ledger, the events of a payment.
 import type { AppContext } from '../../src/context.ts';
-import { reconcileDue } from '../../src/provider/operations/reconciler.ts';
+import { reconcileDue, reconcileOperation } from '../../src/provider/operations/reconciler.ts';
 import { simulatorDb } from '../../src/provider/simulator/store.ts';
 import type { ProviderAttempt } from '../../src/provider/types.ts';
 import { operationHandlers } from '../../src/worker/loops.ts';
@@ -54,4 +54,34 @@ export async function eventStatuses(ctx: Ctx, paymentPublicId: string): Promise<
 /** One pass of the reconciler, as the worker runs it. */
 export function reconcile(ctx: AppContext): Promise<number> {
   return reconcileDue(ctx, operationHandlers);
+}
+
+/**
+ * A provider call whose answer was lost, read for the last time by a reconciler that cannot reach the
+ * provider: flagged for review, as after 20 hours of failed reads.
+ */
+export async function flagAfterLastRead(ctx: AppContext, idempotencyKey: string, reason: string) {
+  const operation = () =>
+    ctx.db
+      .selectFrom('provider_operations')
+      .selectAll()
+      .where('idempotency_key', '=', idempotencyKey)
+      .executeTakeFirstOrThrow();
+  const unknown = await operation();
+  await ctx.db
+    .updateTable('provider_operations')
+    .set({ reads: ctx.config.reconcileScheduleMs.length - 1 })
+    .where('id', '=', unknown.id)
+    .execute();
+  const unreachable = {
+    [unknown.kind]: {
+      read: async () => {
+        throw new Error(reason);
+      },
+    },
+  };
+  await reconcileOperation(ctx, unreachable, await operation());
+  const flagged = await operation();
+  if (flagged.state !== 'flagged') throw new Error(`${idempotencyKey} is ${flagged.state}, not flagged`);
+  return flagged;
 }

@@ -164,6 +164,7 @@ export async function call<T = Record<string, unknown>>(
     contentType: response.headers.get('content-type'),
     text,
     body: parsed,
+    headers: response.headers,
   });
   return { status: response.status, body: parsed as T, headers: response.headers, text };
 }

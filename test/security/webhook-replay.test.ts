@@ -11,19 +11,11 @@ import { call, createTestMerchant, startTestServer, type TestServer } from '../h
 import {
   header,
   hmac,
-  type ReceivedRequest,
   type Receiver,
   setEndpoint,
+  standardHeaders,
   startReceiver,
 } from '../webhooks-helpers.ts';
-
-function standardHeaders(request: ReceivedRequest): Record<string, string> {
-  return {
-    'webhook-id': header(request, 'webhook-id'),
-    'webhook-timestamp': header(request, 'webhook-timestamp'),
-    'webhook-signature': header(request, 'webhook-signature'),
-  };
-}
 
 describe('security #7: Standard Webhooks headers on every delivery', () => {
   let server: TestServer;

@@ -1,8 +1,9 @@
-// Password checks and hashes for dashboard users, through the bounded hash queue (lib/hash-queue.ts).
-// A refusal of the queue is answered at once: 429 when this address already has its share of password
-// checks in line, 503 when the line is full for everyone; both with Retry-After.
+// Password checks and hashes for dashboard users, through the bounded hash queue (lib/hash-queue.ts); a
+// counted check is bounded as a whole, from its count to its hash, the same way (lib/crypto.ts
+// passwordChecks). A refusal is answered at once: 429 when this address already has its share of
+// password checks in line, 503 when the line is full for everyone; both with Retry-After.
 import { DomainError, ValidationError } from '../../http/errors.ts';
-import { DUMMY_PASSWORD_HASH, hashPassword, verifyPassword } from '../../lib/crypto.ts';
+import { DUMMY_PASSWORD_HASH, hashPassword, passwordChecks, verifyPassword } from '../../lib/crypto.ts';
 import { HashQueueFullError } from '../../lib/hash-queue.ts';
 
 export const MIN_PASSWORD_LENGTH = 10;
@@ -23,6 +24,15 @@ export class PasswordCheckBusyError extends DomainError {
 
 function queueRefusal(error: unknown): unknown {
   return error instanceof HashQueueFullError ? new PasswordCheckBusyError(error.scope) : error;
+}
+
+/** Runs a whole password check (its count, then its hash) as one of the address's checks in progress. */
+export async function inPasswordCheckLine<T>(address: string, check: () => Promise<T>): Promise<T> {
+  try {
+    return await passwordChecks.run(address, check);
+  } catch (error) {
+    throw queueRefusal(error);
+  }
 }
 
 /** Whether `password` is the user's; a missing user costs the same hash (unknown emails are not told apart). */

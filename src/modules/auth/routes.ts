@@ -8,8 +8,8 @@ import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
 import { clientOf } from '../audit/record.ts';
 import { clearSessionCookie, setSessionCookie } from './cookie.ts';
-import { LoginLimiter } from './login-limiter.ts';
 import { changePassword, confirmPasswordReset, requestPasswordReset } from './password-change.ts';
+import { countedPasswordCheck } from './password-tries.ts';
 import {
   Accepted,
   CodeBody,
@@ -40,7 +40,6 @@ import {
 import { disableTwoFactor, enableTwoFactor, regenerateRecoveryCodes, setupTwoFactor } from './two-factor.ts';
 
 export async function authRoutes(app: App, { ctx }: RouteOptions) {
-  const limiter = new LoginLimiter(ctx);
   const requireSession = sessionAuth(ctx);
   // Each reset link is a mail: one address cannot be flooded with them (the answer is 202 all the same).
   const resetMails = new FixedWindowLimiter(
@@ -54,16 +53,10 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     { schema: { body: LoginBody, response: { 200: LoginAnswer } } },
     async (request, reply) => {
       const { email, password } = request.body;
-      const outcome = await limiter.attempt(
-        reply,
-        email,
-        request.ip,
-        async () => {
-          const result = await passwordStep(ctx, email, password, clientOf(request));
-          return result.kind === 'failed' ? null : result;
-        },
-        (result) => result?.kind === 'session',
-      );
+      const outcome = await countedPasswordCheck(ctx, reply, email, request.ip, async () => {
+        const result = await passwordStep(ctx, email, password, clientOf(request));
+        return result.kind === 'failed' ? null : result;
+      });
       if (!outcome) throw new UnauthorizedError('Invalid email or password.');
       if (outcome.kind === 'challenge') return outcome.body;
       setSessionCookie(ctx, reply, outcome.result.token);
@@ -77,9 +70,8 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     async (request, reply) => {
       const { challenge, code } = request.body;
       const user = await challengedUser(ctx, challenge);
-      const result = await limiter.attempt(reply, user.email, request.ip, () =>
-        secondStep(ctx, user, challenge, code, clientOf(request)),
-      );
+      // Codes are counted per challenge and per account in the database (second-factor-tries.ts).
+      const result = await secondStep(ctx, user, challenge, code, clientOf(request));
       if (!result) throw new UnauthorizedError('Invalid two-factor code.');
       setSessionCookie(ctx, reply, result.token);
       return result;
@@ -111,9 +103,11 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
       if ((password === undefined) === (code === undefined)) {
         throw new ValidationError('body: send either password or code.');
       }
-      const confirmed = await limiter.attempt(reply, principal.user.email, request.ip, () =>
-        confirmIdentity(ctx, principal, { password, code }, clientOf(request)),
-      );
+      const confirm = () => confirmIdentity(ctx, principal, { password, code }, clientOf(request));
+      const confirmed =
+        password === undefined
+          ? await confirm()
+          : await countedPasswordCheck(ctx, reply, principal.user.email, request.ip, confirm);
       if (!confirmed) {
         throw new ValidationError(
           password !== undefined ? 'password: is not correct.' : 'code: is not valid.',
@@ -145,7 +139,7 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     { preValidation: requireSession, schema: { body: PasswordChangeBody, response: { 204: NoContent } } },
     async (request, reply) => {
       const principal = sessionOf(request);
-      const changed = await limiter.attempt(reply, principal.user.email, request.ip, () =>
+      const changed = await countedPasswordCheck(ctx, reply, principal.user.email, request.ip, () =>
         changePassword(ctx, principal, request.body, clientOf(request)),
       );
       if (!changed) throw new ValidationError('current_password: is not correct.');

@@ -162,7 +162,7 @@ export async function login(
   return outcome.kind === 'session' ? outcome.result : null;
 }
 
-/** The user a live login challenge belongs to (so the limiter can count the attempt against them). */
+/** The user a live login challenge belongs to (whose codes the second step checks and counts). */
 export async function challengedUser(ctx: AppContext, challenge: string): Promise<UserRow> {
   const now = ctx.clock().toISOString();
   const row = await ctx.db

@@ -61,6 +61,14 @@ export interface PasswordResetsTable {
   used_at: string | null;
 }
 
+/** Failed password checks of one key (an account from an address, an account, an address) in a window. */
+export interface LoginFailuresTable {
+  key_hash: string;
+  scope: 'account_address' | 'account' | 'address';
+  failures: number;
+  window_started_at: string;
+}
+
 export type UserRow = Selectable<UsersTable>;
 
 export interface AuthTables {
@@ -69,4 +77,5 @@ export interface AuthTables {
   recovery_codes: RecoveryCodesTable;
   login_challenges: LoginChallengesTable;
   password_resets: PasswordResetsTable;
+  login_failures: LoginFailuresTable;
 }

@@ -5,6 +5,7 @@
 // (an unknown one is left to the reconciler, never tried again). Only the brand and last 4 digits are
 // kept; the number is never stored or logged.
 import type { AppContext } from '../../context.ts';
+import { isLockNotAvailable } from '../../db/errors.ts';
 import { ConflictError, ValidationError } from '../../http/errors.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { cardBrand, isLuhnValid, normaliseCardNumber } from '../../provider/cards.ts';
@@ -23,7 +24,7 @@ import {
   presentHostedAttempt,
   presentNextAction,
 } from './hosted.ts';
-import { openCheckoutPayment } from './provider-form.ts';
+import { openCheckoutPaymentUnlessOpen } from './provider-form.ts';
 import type { PayInput } from './schemas.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, redirectUrl, syncStatusOf } from './status.ts';
 import * as store from './store.ts';
@@ -81,7 +82,12 @@ function assertPayable(session: CheckoutSessionRow, payment: PaymentRow | undefi
 
 /** Step 1: checks the checkout can take an attempt, reserves it, opens the payment on the first one, and
  * records the attempt's operation row (kassa-pay-{id}-{n}) before the provider hears of it. */
-async function reserveAttempt(ctx: AppContext, sessionId: number, provider: PaymentProvider) {
+async function reserveAttempt(
+  ctx: AppContext,
+  sessionId: number,
+  provider: PaymentProvider,
+  noPaymentSeen: boolean,
+) {
   const now = ctx.clock();
   const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
@@ -100,25 +106,34 @@ async function reserveAttempt(ctx: AppContext, sessionId: number, provider: Paym
       if (claimed === undefined) throw new ConflictError(IN_FLIGHT);
     }
     const { session, feeBp } = claimed;
-    // Read after the lock, in its own statement: on PostgreSQL a locking statement that waited for
-    // another attempt's commit sees the latest version of the rows it locks only, so a payment joined
-    // into it would be as it stood before that attempt (still processing when it had just been paid or
-    // failed). A refusal here rolls the slot back with the transaction.
-    let payment = await payments.paymentOfCheckout(trx, session.id);
+    // The payment as it stood before this transaction, read after the lock in its own statement: on
+    // PostgreSQL a locking statement that waited for another attempt's commit sees the latest version of
+    // the rows it locks only, so a payment joined into it would be as it stood before that attempt
+    // (still processing when it had just been paid or failed). When the token's read found none (a first
+    // attempt, most likely) it is not read: the payment is opened at once, and an insert that finds one
+    // opened meanwhile by another attempt writes nothing (one payment per checkout, a unique column), and
+    // the payment is read then. A refusal below rolls the slot and an opened payment back together.
+    let payment = noPaymentSeen ? undefined : await payments.paymentOfCheckout(trx, session.id);
+    let opened: PaymentRow | undefined;
     let checkedAt = now;
-    if (payment === undefined && session.payment_link_id !== null) {
-      // A link checkout's first payment turns its reservation into a use. A start counting the link's
-      // uses holds the link's lock: take it (lock order session, then link), and judge the expiry by
-      // the clock after it, so a start that found this checkout expired and unpaid (its use given back)
-      // is never followed by this payment, and one that waits for it counts it.
-      await lockLinkByUuid(trx, session.organization_id, session.payment_link_id);
-      checkedAt = ctx.clock();
+    if (payment === undefined) {
+      if (session.payment_link_id !== null) {
+        // A link checkout's first payment turns its reservation into a use. A start counting the link's
+        // uses holds the link's lock: take it (lock order session, then link), and judge the expiry by
+        // the clock after it, so a start that found this checkout expired and unpaid (its use given
+        // back) is never followed by this payment, and one that waits for it counts it.
+        await lockLinkByUuid(trx, session.organization_id, session.payment_link_id);
+        checkedAt = ctx.clock();
+      }
+      opened = await openCheckoutPaymentUnlessOpen(ctx, trx, session, provider, nowIso, feeBp);
+      if (opened === undefined) payment = await payments.paymentOfCheckout(trx, session.id);
     }
     assertOpenForAttempt(session, payment, checkedAt);
     // A payment opened by this transaction has had no attempt yet: the first needs no count.
     const attemptNumber =
       payment === undefined ? 1 : (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;
-    payment ??= await openCheckoutPayment(ctx, trx, session, provider, nowIso, feeBp);
+    payment ??= opened;
+    if (payment === undefined) throw new Error(`checkout ${session.public_id}: no payment opened`);
     const operation = await recordOperation(
       trx,
       {
@@ -154,7 +169,7 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
     if (await savesCardOnly(ctx.db, found)) return saveTrialCard(ctx, found, card);
     saveCardFor = await signupCustomer(ctx, found);
   }
-  const { session, payment, operation } = await reserveAttempt(ctx, found.id, provider);
+  const { session, payment, operation } = await reserveAttempt(ctx, found.id, provider, before === undefined);
   const call = await callProvider(ctx.config, operation, () =>
     provider.chargeCard({
       idempotencyKey: operation.idempotency_key,
@@ -172,26 +187,42 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
   const write: PaymentWrite = call.answered
     ? call.value
     : { outcome: { status: 'unknown', reason: call.reason }, payment: null };
-  const recorded = await ctx.db.transaction().execute(async (trx) => {
-    const nowIso = ctx.clock().toISOString();
-    const state = write.payment;
-    let current = payment;
-    // The payment's attempts, newest first, when this transaction recorded them (null: read after).
-    let attempts: DepositAttemptRow[] | null = null;
-    if (state) {
-      const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
-      const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;
-      const fromProvider = await applyProviderState(trx, payment.id, state, nowIso, summary, session);
-      const applied = await failAfterDeclineLimit(trx, fromProvider, nowIso);
-      current = applied.payment;
-      attempts = applied.attempts;
-    }
-    await settleOperation(trx, operation.id, write.outcome, state?.providerPaymentId ?? null, nowIso);
-    // An unknown answer keeps the lock: no second attempt until the reconciler has read the first back.
-    if (write.outcome.status !== 'unknown') {
-      await store.updateSession(trx, session.id, { attempt_locked_until: null, updated_at: nowIso });
-    }
-    return { payment: current, attempts };
+  // Step 3. The payment is locked and its attempts read in one statement, which on PostgreSQL fails
+  // rather than wait when another transaction holds the payment (a sync or the reconciler, rarely): then
+  // the transaction is rolled back with nothing written and run again, locking first (applyProviderState).
+  const recordAnswer = (lockWithoutWaiting: boolean) =>
+    ctx.db.transaction().execute(async (trx) => {
+      const nowIso = ctx.clock().toISOString();
+      const state = write.payment;
+      let current = payment;
+      // The payment's attempts, newest first, when this transaction recorded them (null: read after).
+      let attempts: DepositAttemptRow[] | null = null;
+      if (state) {
+        const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
+        const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;
+        const fromProvider = await applyProviderState(
+          trx,
+          payment.id,
+          state,
+          nowIso,
+          summary,
+          session,
+          lockWithoutWaiting,
+        );
+        const applied = await failAfterDeclineLimit(trx, fromProvider, nowIso);
+        current = applied.payment;
+        attempts = applied.attempts;
+      }
+      await settleOperation(trx, operation.id, write.outcome, state?.providerPaymentId ?? null, nowIso);
+      // An unknown answer keeps the lock: no second attempt until the reconciler has read the first back.
+      if (write.outcome.status !== 'unknown') {
+        await store.updateSession(trx, session.id, { attempt_locked_until: null, updated_at: nowIso });
+      }
+      return { payment: current, attempts };
+    });
+  const recorded = await recordAnswer(true).catch((error: unknown) => {
+    if (isLockNotAvailable(error)) return recordAnswer(false);
+    throw error;
   });
   const [attempt] = recorded.attempts ?? (await payments.attemptsOf(ctx.db, recorded.payment.id));
   const after = recorded.payment;

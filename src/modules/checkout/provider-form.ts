@@ -11,7 +11,7 @@ import { recordOperation, settleOperation } from '../../provider/operations/stor
 import type { PaymentProvider, ProviderName } from '../../provider/types.ts';
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
-import { applyProviderState, openPayment } from '../payments/transitions.ts';
+import { applyProviderState, openPaymentUnlessOpen } from '../payments/transitions.ts';
 import { providerSetupSecret, savesCardOnly, signupCustomer } from '../subscriptions/signup.ts';
 import { itemsOf, paymentMetadata } from './hosted.ts';
 import { checkoutState } from './status.ts';
@@ -41,8 +41,22 @@ export async function openCheckoutPayment(
   nowIso: string,
   feeBp: number | null = null,
 ): Promise<PaymentRow> {
+  const payment = await openCheckoutPaymentUnlessOpen(ctx, trx, session, provider, nowIso, feeBp);
+  if (!payment) throw new Error(`checkout ${session.public_id} already has a payment`);
+  return payment;
+}
+
+/** openCheckoutPayment, or undefined (nothing written) when the checkout has its payment already. */
+export async function openCheckoutPaymentUnlessOpen(
+  ctx: AppContext,
+  trx: Executor,
+  session: CheckoutSessionRow,
+  provider: PaymentProvider,
+  nowIso: string,
+  feeBp: number | null = null,
+): Promise<PaymentRow | undefined> {
   const fee = feeBp ?? (await store.organizationTerms(trx, session.organization_id)).fee_bp;
-  return openPayment(
+  return openPaymentUnlessOpen(
     trx,
     session,
     {

@@ -236,27 +236,41 @@ export const HostedCheckout = Shape(
   'The checkout as the hosted page shows it.',
 );
 
-/** The precise types of what checkout creation checks by hand (input.ts), for the document. */
+/**
+ * The precise types of what checkout creation checks by hand (input.ts), for the document. Like the
+ * body they sit in, items may carry other fields, which are ignored (integrations send them): the
+ * schemas say so rather than additionalProperties: false. What tells the two kinds apart is what
+ * input.ts goes by: an id makes a catalog item, which may not have a unit_price. That field is the
+ * schema `false` (nothing is valid; typed `never` by openapi-typescript), which Type.Object cannot
+ * hold: these two are written as plain JSON Schema (Ajv never sees them).
+ */
 const quantity = Type.Integer({ minimum: 1, description: 'Default 1.' });
 const CatalogItem = Named(
   'CatalogItem',
-  Type.Object(
-    { id: Type.String({ minLength: 1, maxLength: 64 }), quantity: Type.Optional(quantity) },
-    { additionalProperties: false, description: 'A product of the catalog, at its catalog price.' },
-  ),
+  Type.Unsafe({
+    type: 'object',
+    required: ['id'],
+    properties: { id: Type.String({ minLength: 1, maxLength: 64 }), quantity, unit_price: false },
+    description:
+      'A product of the catalog, at its catalog price (so no unit_price). Other fields are ignored.',
+  }),
 );
 const AdHocItem = Named(
   'AdHocItem',
-  Type.Object(
-    {
+  Type.Unsafe({
+    type: 'object',
+    required: ['name', 'unit_price'],
+    properties: {
       name: Type.String({ minLength: 1, maxLength: 200 }),
       unit_price: Type.Union([Type.Number({ exclusiveMinimum: 0 }), DecimalString], {
         description: 'In the checkout currency, at most two decimals.',
       }),
-      quantity: Type.Optional(quantity),
+      quantity,
+      id: false,
     },
-    { additionalProperties: false, description: 'A product named and priced in the request.' },
-  ),
+    description:
+      'A product named and priced in the request (no id: an id makes it a catalog item). Other fields are ignored.',
+  }),
 );
 export const CreateCheckoutDocumented = documented({
   body: {

@@ -8,7 +8,7 @@ import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { RateLimitedError, ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import type { EventType } from './emit.ts';
-import { EventFeed, EventsQuery } from './schemas.ts';
+import { EventFeed, EventsQuery, FEED_SETTLE_HEADER } from './schemas.ts';
 
 /**
  * On PostgreSQL, how old (by created_at) an event must be before the feed returns it. Ids come from a
@@ -19,8 +19,6 @@ import { EventFeed, EventsQuery } from './schemas.ts';
  * feed). SQLite has one writer, so ids commit in order there and nothing is held back.
  */
 export const FEED_SETTLE_MS = 2000;
-/** The answer's header naming the hold-back, so a follower can wait it out (kassa listen at start). */
-export const FEED_SETTLE_HEADER = 'kassa-feed-settle-ms';
 
 async function readEvents(
   ctx: AppContext,

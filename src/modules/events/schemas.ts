@@ -12,7 +12,14 @@ export const EventsQuery = Type.Object({
   ),
 });
 
-export const EventFeed = Shape(
+/**
+ * The answer's header naming the feed's hold-back (routes.ts FEED_SETTLE_MS): declared on the response
+ * so that the OpenAPI document lists it (@fastify/swagger turns a response schema's `headers` into the
+ * response's headers; serialisation ignores the keyword).
+ */
+export const FEED_SETTLE_HEADER = 'Kassa-Feed-Settle-Ms';
+
+const EventFeedBody = Shape(
   {
     results: Type.Array(
       Shape({
@@ -35,3 +42,15 @@ export const EventFeed = Shape(
   },
   "The organization's events, oldest first.",
 );
+
+export const EventFeed = Object.assign(EventFeedBody, {
+  headers: {
+    [FEED_SETTLE_HEADER]: Type.Integer({
+      minimum: 0,
+      description:
+        'Milliseconds an event is held back before the feed returns it: 2000 on PostgreSQL (so that events ' +
+        'of transactions still committing are not skipped by a cursor), 0 on SQLite. A follower starting ' +
+        'from "now" waits this long first.',
+    }),
+  },
+});

@@ -25,8 +25,10 @@ export async function recordAttempts(
   payment: PaymentRow,
   attempts: ProviderAttempt[],
   card: CardSummary | null,
+  /** The payment's attempts as read under the caller's lock, newest first (else they are read here). */
+  recorded: DepositAttemptRow[] | null = null,
 ): Promise<{ changed: boolean; attempts: DepositAttemptRow[] }> {
-  const rows = await store.attemptsOf(trx, payment.id);
+  const rows = recorded ?? (await store.attemptsOf(trx, payment.id));
   const known = new Map(rows.map((row) => [row.provider_attempt_id, row]));
   let changed = false;
   for (const attempt of [...attempts].reverse()) {

@@ -41,6 +41,19 @@ export const HostedAttempt = Shape({
   cardLast4: Nullable(Type.String()),
 });
 
+/** What a payment carries from its checkout and subscription: on the Payment and in its webhook. */
+export const paymentReferenceFields = {
+  metadata: Type.Record(Type.String(), Type.String(), {
+    description: "The checkout's metadata; {} when none was given.",
+  }),
+  client_reference_id: Nullable(Type.String({ description: "The checkout's client_reference_id." })),
+  subscription_id: Nullable(
+    Type.String({
+      description: 'The subscription (SU…) this payment charges for; null for every other payment.',
+    }),
+  ),
+};
+
 const paymentFields = {
   id: Type.String({ description: 'Public payment ID (TX…).' }),
   amount: { ...Money, description: 'Gross total charged (TTC).' },
@@ -58,15 +71,7 @@ const paymentFields = {
   }),
   created_at: Timestamp,
   updated_at: Timestamp,
-  metadata: Type.Record(Type.String(), Type.String(), {
-    description: "The checkout's metadata; {} when none was given.",
-  }),
-  client_reference_id: Nullable(Type.String({ description: "The checkout's client_reference_id." })),
-  subscription_id: Nullable(
-    Type.String({
-      description: 'The subscription (SU…) this payment charges for; null for every other payment.',
-    }),
-  ),
+  ...paymentReferenceFields,
 };
 
 /** GET /transactions/{id}/ */

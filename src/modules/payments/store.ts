@@ -1,5 +1,6 @@
 // Payment queries. Lookups by id are scoped by organization (and by environment for API keys);
 // the few unscoped ones serve the provider sync, which starts from the provider's ids.
+import { sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { prepareQuery } from '../../db/prepared.ts';
@@ -233,6 +234,51 @@ export async function findPayment(
 export async function lockPayment(trx: Executor, paymentId: number): Promise<PaymentRow | undefined> {
   const query = trx.selectFrom('payments').selectAll().where('id', '=', paymentId);
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst();
+}
+
+/** A card attempt's columns, as `attempt__*`, for a statement that left-joins a payment's attempts. */
+const ATTEMPT_ALIASES = DEPOSIT_ATTEMPT_COLUMNS.map((column) => `attempt__${column}` as const);
+
+/**
+ * lockPayment and attemptsOf in one statement, for a caller that expects no other transaction to hold
+ * the payment (a card attempt recording its own answer). On PostgreSQL the row is locked without
+ * waiting: a statement that waited for another transaction's commit would see the latest version of
+ * the payment but its attempts as they stood before (a locking statement's other rows come from its
+ * snapshot), so a held lock is an error instead (isLockNotAvailable), the caller's transaction is rolled
+ * back, and it is run again with lockPayment and attemptsOf, one after the other. SQLite has one writer.
+ */
+export async function lockPaymentWithAttempts(
+  trx: Executor,
+  paymentId: number,
+): Promise<{ payment: PaymentRow; attempts: DepositAttemptRow[] } | undefined> {
+  const query = trx
+    .selectFrom('payments')
+    .leftJoin('deposit_attempts', 'deposit_attempts.payment_id', 'payments.id')
+    .select(PAYMENT_COLUMNS.map((column) => `payments.${column}` as const))
+    .select(
+      DEPOSIT_ATTEMPT_COLUMNS.map((column, index) =>
+        sql.ref(`deposit_attempts.${column}`).as(ATTEMPT_ALIASES[index]),
+      ),
+    )
+    .where('payments.id', '=', paymentId)
+    .orderBy('deposit_attempts.attempted_at', 'desc')
+    .orderBy('deposit_attempts.id', 'desc');
+  const rows = (await (isPostgres(trx) ? query.forUpdate('payments').noWait() : query).execute()) as Record<
+    string,
+    unknown
+  >[];
+  const [first] = rows;
+  if (first === undefined) return undefined;
+  const payment = Object.fromEntries(PAYMENT_COLUMNS.map((column) => [column, first[column]])) as PaymentRow;
+  const attempts = rows
+    .filter((row) => row.attempt__id !== null)
+    .map(
+      (row) =>
+        Object.fromEntries(
+          DEPOSIT_ATTEMPT_COLUMNS.map((column, index) => [column, row[ATTEMPT_ALIASES[index]]]),
+        ) as DepositAttemptRow,
+    );
+  return { payment, attempts };
 }
 
 export function paymentOfCheckout(db: Executor, checkoutSessionId: number) {

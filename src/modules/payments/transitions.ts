@@ -12,7 +12,7 @@ import { settlePayment } from '../wallet/settlement.ts';
 import { type CardSummary, recordAttempts } from './attempts.ts';
 import { emitPaymentEvent } from './events.ts';
 import * as store from './store.ts';
-import type { DepositAttemptRow, PaymentRow, PaymentStatus } from './table.ts';
+import { type DepositAttemptRow, PAYMENT_COLUMNS, type PaymentRow, type PaymentStatus } from './table.ts';
 
 /** Statuses of a payment Kassa gave up on: a provider success after them is a conflict, not a move. */
 const GIVEN_UP: readonly PaymentStatus[] = ['failed', 'canceled'];
@@ -44,13 +44,17 @@ export interface NewPaymentTerms {
   items: { productId: string | null; name: string }[];
 }
 
-/** The first card attempt of a checkout creates its payment, processing; fee and FX are fixed here. */
-export async function openPayment(
+/**
+ * The first card attempt of a checkout creates its payment, processing; fee and FX are fixed here. Or
+ * undefined (nothing written) when the checkout already has its payment (one per checkout: a unique
+ * column), so that a caller that expects none need not read first to find out.
+ */
+export async function openPaymentUnlessOpen(
   trx: Executor,
   session: CheckoutSessionRow,
   terms: NewPaymentTerms,
   now: string,
-): Promise<PaymentRow> {
+): Promise<PaymentRow | undefined> {
   const gross = toBigInt(session.gross);
   const fee = percentOf(gross, terms.feeBp);
   const net = gross - fee;
@@ -85,8 +89,10 @@ export async function openPayment(
       created_at: now,
       updated_at: now,
     })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+    .onConflict((oc) => oc.column('checkout_session_id').doNothing())
+    .returning(PAYMENT_COLUMNS)
+    .executeTakeFirst();
+  if (!payment) return undefined;
   // A payment just opened has no attempt yet, and its checkout is the one in hand.
   await emitPaymentEvent(trx, payment, now, { checkout: session, attempts: [] });
   return payment;
@@ -124,8 +130,17 @@ export async function applyProviderState(
   now: string,
   card: CardSummary | null = null,
   checkout: CheckoutSessionRow | null = null,
+  /**
+   * Lock the payment and read its attempts in one statement, which on PostgreSQL does not wait for a
+   * lock another transaction holds but fails (lockPaymentWithAttempts): for a caller that runs its
+   * transaction again the plain way when it does (recordAttemptAnswer in checkout/pay.ts).
+   */
+  lockWithoutWaiting = false,
 ): Promise<{ payment: PaymentRow; changed: boolean; attempts: DepositAttemptRow[] }> {
-  const payment = await store.lockPayment(trx, paymentId);
+  const locked = lockWithoutWaiting
+    ? await store.lockPaymentWithAttempts(trx, paymentId)
+    : { payment: await store.lockPayment(trx, paymentId), attempts: null };
+  const payment = locked?.payment;
   if (!payment) throw new Error(`payment ${paymentId} not found`);
   if (payment.provider_payment_id !== null && payment.provider_payment_id !== state.providerPaymentId) {
     throw new Error(`payment ${payment.public_id}: provider payment id mismatch`);
@@ -137,7 +152,13 @@ export async function applyProviderState(
   ) {
     await flagConflict(trx, payment, now);
   }
-  const { changed: attemptsChanged, attempts } = await recordAttempts(trx, payment, state.attempts, card);
+  const { changed: attemptsChanged, attempts } = await recordAttempts(
+    trx,
+    payment,
+    state.attempts,
+    card,
+    locked?.attempts ?? null,
+  );
   let status = nextStatus(payment.status, state.outcome);
   if (
     status === 'canceled' &&

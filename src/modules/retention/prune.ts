@@ -5,14 +5,19 @@
 //   dispatched events no delivery refers to any more: after KASSA_RETENTION_DAYS (30; 0 keeps them);
 // - dashboard sessions a day after they expired or were revoked, and refund verification codes, login
 //   challenges and password-reset links a day after they expired (none can be used by then);
+// - failed-password counts (login_failures) once their window has ended: a new failure would start a
+//   new window anyway;
 // - the ids of provider events handled (Stripe's, kept to deduplicate them) 30 days after they were
 //   handled: Stripe stops retrying an event after 3 days;
+// - a webhook secret's previous secret once the overlap its rotation asked for has ended;
 // - audit log entries after AUDIT_RETENTION_DAYS (400), whatever KASSA_RETENTION_DAYS says: the audit
 //   trail outlives a year (PCI DSS 10.5.1 asks for twelve months).
 // Pending deliveries and undispatched events are never touched, however old.
 import { type ExpressionBuilder, sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
+import { isPostgres } from '../../db/connection.ts';
 import type { Database, Executor } from '../../db/database.ts';
+import { dropExpiredPreviousSecrets } from '../webhooks/store.ts';
 
 const BATCH = 500;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -79,6 +84,25 @@ async function pruneCredentials(db: Executor, dayAgo: string): Promise<number> {
   return deleted;
 }
 
+// A login counts its three rows in one transaction; on PostgreSQL the batch skips rows one holds rather
+// than wait for them while holding others (a deadlock with a login restarting two ended windows).
+async function pruneLoginFailures(db: Executor, windowOver: string): Promise<number> {
+  const result = await db
+    .deleteFrom('login_failures')
+    .where('key_hash', 'in', (eb) => {
+      const batch = eb
+        .selectFrom('login_failures')
+        .select('key_hash')
+        .where('window_started_at', '<=', windowOver)
+        .orderBy('window_started_at')
+        .limit(BATCH);
+      return isPostgres(db) ? batch.forUpdate().skipLocked() : batch;
+    })
+    .where('window_started_at', '<=', windowOver)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 async function pruneAuditLog(db: Executor, cutoff: string): Promise<number> {
   const result = await db
     .deleteFrom('audit_log')
@@ -99,7 +123,13 @@ async function pruneProviderEvents(db: Executor, cutoff: string): Promise<number
 /** One pass of the retention loop; returns how many rows it deleted (the worker repeats while > 0). */
 export async function pruneExpiredRecords(ctx: AppContext): Promise<number> {
   const now = ctx.clock().getTime();
+  // Not counted: one statement drops them all, so there is no batch to repeat.
+  await dropExpiredPreviousSecrets(ctx.db, new Date(now).toISOString());
   let deleted = await pruneCredentials(ctx.db, new Date(now - DAY_MS).toISOString());
+  deleted += await pruneLoginFailures(
+    ctx.db,
+    new Date(now - ctx.config.rateLimits.loginWindowMs).toISOString(),
+  );
   deleted += await pruneAuditLog(ctx.db, new Date(now - AUDIT_RETENTION_DAYS * DAY_MS).toISOString());
   deleted += await pruneProviderEvents(ctx.db, new Date(now - PROVIDER_EVENT_DAYS * DAY_MS).toISOString());
   if (ctx.config.retentionDays > 0) {

@@ -12,6 +12,9 @@
 //    as any payment does (attempts, ledger, transaction.status_changed), and dunning.ts decides the rest.
 //    An answer that never came leaves the cycle waiting (next_attempt_at null): the reconciler reads the
 //    charge back by the same key (renewalOperationHandlers) and finishes the try. It is never charged again.
+//    A try the provider refuses (a refused key, a rate limit) is made again hourly under the same key, for
+//    PROVIDER_ERROR_LIMIT_MS; then it waits, flagged. A flagged try (that, or one the reconciler could not
+//    read back by its last read) waits for the operator: kassa renewal resolve (resolve.ts).
 //
 // Time: the schedule runs on the subscription's clock, which is real time, or for a sandbox subscription
 // with a test clock the frozen time advance-clock moved it to; payments and events carry real time.
@@ -57,8 +60,18 @@ import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from 
 const BATCH = 20;
 /** How long a try the provider refused (not a decline) waits before it is made again. */
 const PROVIDER_ERROR_PAUSE_MS = 3_600_000;
-const RENEWAL_KIND = 'renewal_charge';
-const CYCLE_SUBJECT = 'subscription_cycle';
+/**
+ * How long the provider may refuse one try (a refused key, a rate limit), counted on the subscription's
+ * clock from the first refusal, before the try is flagged for the operator instead of made again.
+ */
+export const PROVIDER_ERROR_LIMIT_MS = 72 * 3_600_000;
+export const RENEWAL_KIND = 'renewal_charge';
+export const CYCLE_SUBJECT = 'subscription_cycle';
+
+/** The idempotency key of try `tryNumber` of a cycle (its write-ahead operation's). */
+export function renewalKey(cycleId: number, tryNumber: number): string {
+  return `kassa-renew-${cycleId}-${tryNumber}`;
+}
 /** This process's name on the leases it takes. */
 const WORKER_ID = `renewal-${process.pid}-${randomBytes(4).toString('hex')}`;
 
@@ -91,9 +104,9 @@ function recurrenceOf(subscription: SubscriptionWithPlan) {
 }
 
 /** Mails to send once the transaction that decided them has committed. */
-type Outbox = { subscriptionId: number; mail: CustomerMail }[];
+export type Outbox = { subscriptionId: number; mail: CustomerMail }[];
 
-async function flush(ctx: AppContext, outbox: Outbox) {
+export async function flush(ctx: AppContext, outbox: Outbox) {
   for (const { subscriptionId, mail } of outbox) await sendCustomerMail(ctx, subscriptionId, mail);
 }
 
@@ -371,18 +384,8 @@ async function applyStep(
  */
 async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Promise<PreparedTry | null> {
   return ctx.db.transaction().execute(async (trx) => {
-    const claimed = await trx
-      .selectFrom('subscription_cycles')
-      .selectAll()
-      .where('id', '=', cycleId)
-      .executeTakeFirstOrThrow();
-    const subscription = await lockSubscription(trx, claimed.subscription_id);
-    // Re-read after the lock: a cancel or another worker may have moved the cycle meanwhile.
-    const cycle = await trx
-      .selectFrom('subscription_cycles')
-      .selectAll()
-      .where('id', '=', cycleId)
-      .executeTakeFirstOrThrow();
+    // Read under the lock: a cancel or another worker may have moved the cycle meanwhile.
+    const { subscription, cycle } = await lockCycle(trx, cycleId);
     const now = clockOf(ctx, subscription);
     const nowIso = now.toISOString();
     const realNowIso = ctx.clock().toISOString();
@@ -425,7 +428,7 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
       trx,
       {
         kind: RENEWAL_KIND,
-        idempotencyKey: `kassa-renew-${cycle.id}-${tryNumber}`,
+        idempotencyKey: renewalKey(cycle.id, tryNumber),
         provider: subscription.provider,
         environment: subscription.environment,
         organizationId: subscription.organization_id,
@@ -481,7 +484,8 @@ function tryResultOf(outcome: ProviderOutcome): TryResult | null {
 
 /**
  * Step 3 (also the reconciler's, with the outcome it read): records a try's answer once. A try already
- * finished, or a cycle no longer waiting for this try, is left alone.
+ * finished, or a cycle no longer waiting for this try, is left alone. Returns whether the try's
+ * operation was flagged for the operator (the provider refused it for PROVIDER_ERROR_LIMIT_MS).
  */
 async function finishTry(
   ctx: AppContext,
@@ -490,80 +494,187 @@ async function finishTry(
   outcome: ProviderOutcome,
   state: ProviderPaymentState | null,
   outbox: Outbox,
-): Promise<void> {
-  await ctx.db.transaction().execute(async (trx) => {
-    const first = await trx
-      .selectFrom('subscription_cycles')
-      .select('subscription_id')
-      .where('id', '=', cycleId)
-      .executeTakeFirstOrThrow();
-    const subscription = await lockSubscription(trx, first.subscription_id);
-    const cycle = await trx
-      .selectFrom('subscription_cycles')
-      .selectAll()
-      .where('id', '=', cycleId)
-      .executeTakeFirstOrThrow();
-    const nowIso = clockOf(ctx, subscription).toISOString();
-    const realNowIso = ctx.clock().toISOString();
-    if (state && cycle.payment_id !== null)
-      await applyProviderState(trx, cycle.payment_id, state, realNowIso);
-    const result = tryResultOf(outcome);
-    const waiting = Number(cycle.attempts) === tryNumber && cycle.next_attempt_at === null;
-    if (result === null || !waiting || !['processing', 'retrying'].includes(cycle.status)) return;
-    if (outcome.status === 'failed' && outcome.providerError === true) {
-      // The provider refused the call itself (a revoked key, a rate limit, a request it found invalid):
-      // no card was tried, so this is not a try. No dunning step and no mail; the same try (same number,
-      // same key) is made again after a pause, the fifth as well, however long the provider refuses.
-      // The cycle's first try time is kept only if an earlier try was made (the retry schedule runs
-      // from the first real try).
-      await trx
-        .updateTable('subscription_cycles')
-        .set({
-          attempts: tryNumber - 1,
-          first_attempt_at: tryNumber === 1 ? null : cycle.first_attempt_at,
-          next_attempt_at: new Date(Date.parse(nowIso) + PROVIDER_ERROR_PAUSE_MS).toISOString(),
-          leased_by: null,
-          lease_until: null,
-          updated_at: nowIso,
-        })
-        .where('id', '=', cycle.id)
-        .execute();
-      if (ctx.config.logLevel !== 'silent')
-        console.error(
-          `kassa: renewal of cycle ${cycle.id} refused by ${subscription.provider} (${outcome.code}: ${outcome.message}); the same try again in an hour`,
-        );
-      return;
+): Promise<boolean> {
+  return ctx.db
+    .transaction()
+    .execute((trx) => recordTry(ctx, trx, cycleId, tryNumber, outcome, state, outbox));
+}
+
+/** A cycle with its subscription locked (in the caller's transaction), re-read under the lock. */
+export async function lockCycle(trx: Executor, cycleId: number) {
+  const first = await trx
+    .selectFrom('subscription_cycles')
+    .select('subscription_id')
+    .where('id', '=', cycleId)
+    .executeTakeFirstOrThrow();
+  const subscription = await lockSubscription(trx, first.subscription_id);
+  const cycle = await trx
+    .selectFrom('subscription_cycles')
+    .selectAll()
+    .where('id', '=', cycleId)
+    .executeTakeFirstOrThrow();
+  return { subscription, cycle };
+}
+
+/** Whether the cycle is waiting for the answer to try `tryNumber` (made, not recorded, nothing next). */
+export function waitsForTry(cycle: SubscriptionCycleRow, tryNumber: number): boolean {
+  return (
+    Number(cycle.attempts) === tryNumber &&
+    cycle.next_attempt_at === null &&
+    ['processing', 'retrying'].includes(cycle.status)
+  );
+}
+
+/**
+ * A try the provider refused (no card was tried) is not a try: its number is given back, so the same
+ * try, under the same key, is made at `nextAttemptAt`. The cycle's first try time is kept only if an
+ * earlier try was made (the retry schedule runs from the first real try). `since`: when the refusals
+ * began (null: a new count).
+ */
+export async function putTryBack(
+  trx: Executor,
+  cycle: SubscriptionCycleRow,
+  tryNumber: number,
+  nextAttemptAt: string,
+  since: string | null,
+  nowIso: string,
+) {
+  await trx
+    .updateTable('subscription_cycles')
+    .set({
+      attempts: tryNumber - 1,
+      first_attempt_at: tryNumber === 1 ? null : cycle.first_attempt_at,
+      next_attempt_at: nextAttemptAt,
+      provider_errors_since: since,
+      leased_by: null,
+      lease_until: null,
+      updated_at: nowIso,
+    })
+    .where('id', '=', cycle.id)
+    .execute();
+}
+
+/**
+ * The provider has refused the try for PROVIDER_ERROR_LIMIT_MS: it is not made again by itself. The cycle
+ * waits (no next try, as for an answer never read) and the try's operation is flagged, with what the
+ * provider said, for the operator: on the renewal payment's review, `kassa renewal list`, `kassa doctor`
+ * and /metrics; `kassa renewal resolve` takes it from there.
+ */
+async function flagRefusedTry(
+  ctx: AppContext,
+  trx: Executor,
+  subscription: SubscriptionRow,
+  cycle: SubscriptionCycleRow,
+  tryNumber: number,
+  refusal: Extract<ProviderOutcome, { status: 'failed' }>,
+  since: string,
+  nowIso: string,
+) {
+  const realNowIso = ctx.clock().toISOString();
+  await trx
+    .updateTable('subscription_cycles')
+    .set({
+      provider_errors_since: since,
+      next_attempt_at: null,
+      leased_by: null,
+      lease_until: null,
+      updated_at: nowIso,
+    })
+    .where('id', '=', cycle.id)
+    .execute();
+  const reason = `${subscription.provider} refused every call of this try since ${since} (${refusal.code}: ${refusal.message})`;
+  await trx
+    .updateTable('provider_operations')
+    .set({
+      state: 'flagged',
+      outcome: 'failed',
+      outcome_code: refusal.code,
+      outcome_message: refusal.message.slice(0, 500),
+      flagged_at: realNowIso,
+      next_read_at: null,
+      last_read_error: reason.slice(0, 500),
+      updated_at: realNowIso,
+    })
+    .where('idempotency_key', '=', renewalKey(cycle.id, tryNumber))
+    .execute();
+  if (ctx.config.logLevel !== 'silent')
+    console.error(
+      `kassa: renewal of cycle ${cycle.id}: ${reason}; flagged for the operator (kassa renewal list)`,
+    );
+}
+
+/** finishTry in the caller's transaction (kassa renewal resolve records its try in its own). */
+export async function recordTry(
+  ctx: AppContext,
+  trx: Executor,
+  cycleId: number,
+  tryNumber: number,
+  outcome: ProviderOutcome,
+  state: ProviderPaymentState | null,
+  outbox: Outbox,
+): Promise<boolean> {
+  const { subscription, cycle } = await lockCycle(trx, cycleId);
+  const nowIso = clockOf(ctx, subscription).toISOString();
+  const realNowIso = ctx.clock().toISOString();
+  if (state && cycle.payment_id !== null) await applyProviderState(trx, cycle.payment_id, state, realNowIso);
+  const result = tryResultOf(outcome);
+  if (result === null || !waitsForTry(cycle, tryNumber)) return false;
+  if (outcome.status === 'failed' && outcome.providerError === true) {
+    // The provider refused the call itself (a refused key, a rate limit): no card was tried, so this is
+    // not a try. No dunning step and no mail; the same try (same number, same key) is made again after
+    // a pause, the fifth as well, until the refusals have lasted PROVIDER_ERROR_LIMIT_MS: then the try
+    // is flagged for the operator instead (an hourly retry for ever hid a revoked key).
+    const since = cycle.provider_errors_since ?? nowIso;
+    if (Date.parse(nowIso) - Date.parse(since) >= PROVIDER_ERROR_LIMIT_MS) {
+      await flagRefusedTry(ctx, trx, subscription, cycle, tryNumber, outcome, since, nowIso);
+      return true;
     }
-    if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
-      // The try never reached the provider (a crash before the call): nothing was charged and nobody
-      // declined, so the period is tried again at once, under the next key. A fifth try has no next
-      // one (the cycle's CHECK allows five), so it counts as that try's decline: known, left as is.
-      await trx
-        .updateTable('subscription_cycles')
-        .set({ next_attempt_at: nowIso, leased_by: null, lease_until: null, updated_at: nowIso })
-        .where('id', '=', cycle.id)
-        .execute();
-      return;
+    const next = new Date(Date.parse(nowIso) + PROVIDER_ERROR_PAUSE_MS).toISOString();
+    await putTryBack(trx, cycle, tryNumber, next, since, nowIso);
+    if (ctx.config.logLevel !== 'silent')
+      console.error(
+        `kassa: renewal of cycle ${cycle.id} refused by ${subscription.provider} (${outcome.code}: ${outcome.message}); the same try again in an hour`,
+      );
+    return false;
+  }
+  if (cycle.provider_errors_since !== null) {
+    // The provider answered: its refusals are over.
+    await trx
+      .updateTable('subscription_cycles')
+      .set({ provider_errors_since: null })
+      .where('id', '=', cycle.id)
+      .execute();
+  }
+  if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
+    // The try never reached the provider (a crash before the call): nothing was charged and nobody
+    // declined, so the period is tried again at once, under the next key. A fifth try has no next
+    // one (the cycle's CHECK allows five), so it counts as that try's decline: known, left as is.
+    await trx
+      .updateTable('subscription_cycles')
+      .set({ next_attempt_at: nowIso, leased_by: null, lease_until: null, updated_at: nowIso })
+      .where('id', '=', cycle.id)
+      .execute();
+    return false;
+  }
+  const step = afterTry(new Date(cycle.first_attempt_at ?? nowIso), tryNumber, result);
+  if (periodEndCancelDue(subscription, nowIso)) {
+    // A try made before the period's end, at which the merchant canceled, answered after it (the
+    // cancel waited for it). A success paid the period it was made for, which ended at canceled_at:
+    // it is kept (receipt). A decline is not dunned: the cycle is void, its payment canceled. Either
+    // way the subscription ends at the period's end, reason merchant, and nothing is tried again.
+    if (result.succeeded) {
+      await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
+      outbox.push({ subscriptionId: subscription.id, mail: 'receipt' });
+    } else await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+    if (!(await renewalInFlight(trx, subscription.id, realNowIso))) {
+      await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso);
+      outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
     }
-    const step = afterTry(new Date(cycle.first_attempt_at ?? nowIso), tryNumber, result);
-    if (periodEndCancelDue(subscription, nowIso)) {
-      // A try made before the period's end, at which the merchant canceled, answered after it (the
-      // cancel waited for it). A success paid the period it was made for, which ended at canceled_at:
-      // it is kept (receipt). A decline is not dunned: the cycle is void, its payment canceled. Either
-      // way the subscription ends at the period's end, reason merchant, and nothing is tried again.
-      if (result.succeeded) {
-        await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
-        outbox.push({ subscriptionId: subscription.id, mail: 'receipt' });
-      } else await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
-      if (!(await renewalInFlight(trx, subscription.id, realNowIso))) {
-        await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso);
-        outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
-      }
-      return;
-    }
-    await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
-    if (step.mail) outbox.push({ subscriptionId: subscription.id, mail: step.mail });
-  });
+    return false;
+  }
+  await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
+  if (step.mail) outbox.push({ subscriptionId: subscription.id, mail: step.mail });
+  return false;
 }
 
 /** Step 2: one try of a claimed cycle. */
@@ -593,7 +704,8 @@ async function tryCycle(ctx: AppContext, cycleId: number, outbox: Outbox): Promi
   // The cycle first, then the operation: a crash in between leaves the operation in flight, which the
   // reconciler reads back and records (finishTry is idempotent); the other order left a settled
   // operation and a cycle no loop would pick up again (helper-29's review).
-  await finishTry(ctx, cycle.id, tryNumber, recorded, state, outbox);
+  // A try flagged for the operator (refused too long) keeps its operation flagged.
+  if (await finishTry(ctx, cycle.id, tryNumber, recorded, state, outbox)) return true;
   await ctx.db
     .transaction()
     .execute((trx) =>
@@ -703,6 +815,23 @@ async function attemptOfTry(
   return newestFirst.find((attempt) => !known.has(attempt.attemptId));
 }
 
+/** The try a renewal charge's operation made (its context's `try`). */
+export function tryNumberOf(operation: Pick<OperationRow, 'context'>): number {
+  return Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
+}
+
+/** What the provider's state of a cycle's payment shows of one try: its attempt's outcome, or unknown. */
+export async function outcomeOfTry(
+  ctx: AppContext,
+  operation: OperationRow,
+  state: ProviderPaymentState,
+): Promise<ProviderOutcome> {
+  const attempt = await attemptOfTry(ctx, operation, state);
+  return attempt
+    ? outcomeOfAttempt(attempt, state.nextAction ?? null)
+    : { status: 'unknown', reason: 'no attempt of this try at the provider' };
+}
+
 /**
  * The reconciler's side: a renewal charge whose answer was lost is read back, never made again. Whatever
  * the provider has of the cycle's payment is recorded first (its provider id above all: the next try
@@ -713,12 +842,9 @@ const renewalCharge: OperationHandler = {
   async read(ctx, operation) {
     const provider = ctx.providers.named(operation.provider);
     const state = await provider.findPayment(operation.reference);
-    const tryNumber = Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
+    const tryNumber = tryNumberOf(operation);
     if (!state) return { outcome: null };
-    const attempt = await attemptOfTry(ctx, operation, state);
-    const outcome = attempt
-      ? outcomeOfAttempt(attempt, state.nextAction ?? null)
-      : ({ status: 'unknown', reason: 'no attempt of this try at the provider' } as const);
+    const outcome = await outcomeOfTry(ctx, operation, state);
     const outbox: Outbox = [];
     // An outcome not known yet (pending, or no attempt) only records the provider's state.
     await finishTry(ctx, operation.subject_id, tryNumber, undecidedAsUnknown(outcome), state, outbox);
@@ -729,7 +855,7 @@ const renewalCharge: OperationHandler = {
   },
   async neverMade(ctx, operation) {
     // Never reached the provider: nothing was charged; the period is tried again at once (finishTry).
-    const tryNumber = Number((JSON.parse(operation.context) as { try?: number }).try ?? 0);
+    const tryNumber = tryNumberOf(operation);
     const outbox: Outbox = [];
     await finishTry(
       ctx,
@@ -754,8 +880,9 @@ export const renewalOperationHandlers: OperationHandlers = { [RENEWAL_KIND]: ren
  * Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now and the
  * cancel at the period's end wait). A try flagged after the reconciler's last read is not: nobody will
  * read it again, so waiting for it would hold the subscription for ever. It is on the payment's review
- * in the dashboard (payments/review.ts); if the provider later shows it charged after the cycle was
- * voided, the payment records a provider_conflict instead of becoming paid (applyProviderState).
+ * in the dashboard (payments/review.ts) and the operator resolves it (resolve.ts); if the provider
+ * later shows it charged after the cycle was voided, the payment records a provider_conflict instead of
+ * becoming paid (applyProviderState).
  */
 export async function renewalInFlight(
   trx: Executor,

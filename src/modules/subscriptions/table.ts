@@ -77,6 +77,11 @@ export interface SubscriptionCyclesTable {
   /** The lease: the worker that claimed the cycle and until when (both set or both null). */
   leased_by: string | null;
   lease_until: string | null;
+  /**
+   * When the provider began refusing the try now waiting (a refused key, a rate limit: renew.ts), on the
+   * subscription's clock; null when it is not refusing (migration 023).
+   */
+  provider_errors_since: string | null;
   /** The renewal payment (payments.id) of the successful try. */
   payment_id: number | null;
   created_at: string;

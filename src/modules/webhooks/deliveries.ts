@@ -7,6 +7,7 @@ import { choiceParam, pageRequest, paginated, param, queryOf } from '../../http/
 import { isUuid, newUuid } from '../../lib/ids.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
 import type { EventType } from '../events/emit.ts';
+import { maskCredentials } from './endpoint-url.ts';
 import * as store from './store.ts';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow } from './table.ts';
 
@@ -41,7 +42,8 @@ function presentAttempt(row: WebhookAttemptRow) {
   return {
     attempt: row.attempt,
     attempted_at: row.attempted_at,
-    url: row.url,
+    // Attempts recorded before credentials were masked (endpoint-url.ts) carry them: not shown again.
+    url: maskCredentials(row.url),
     response_status: row.response_status,
     duration_ms: row.duration_ms,
     error: row.error,

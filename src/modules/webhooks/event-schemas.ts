@@ -2,7 +2,7 @@
 // `webhooks` section. Built by payments/events.ts, refunds and payouts; the webhook tests check the bytes.
 import { Type } from 'typebox';
 import { Currency, Money, Named, Nullable, Shape, Timestamp } from '../../http/schemas.ts';
-import { DepositAttempt, PaymentStatus } from '../payments/schemas.ts';
+import { DepositAttempt, PaymentStatus, paymentReferenceFields } from '../payments/schemas.ts';
 
 const livemode = Type.Boolean({ description: 'true for production data, false for sandbox data.' });
 
@@ -21,8 +21,15 @@ export const TransactionStatusChanged = Named(
       status: PaymentStatus,
       currency: Currency,
       depositAttempts: Type.Array(DepositAttempt, { description: 'The whole history, newest first.' }),
+      simulated: Type.Optional(
+        Type.Boolean({
+          description:
+            "As on the Payment: true when the built-in simulator processed it. Absent from a checkout's cancellation before any attempt (no payment).",
+        }),
+      ),
       created_at: Timestamp,
       updated_at: Timestamp,
+      ...paymentReferenceFields,
       livemode,
     },
     'A payment changed status or card attempts.',

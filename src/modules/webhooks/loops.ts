@@ -42,7 +42,9 @@ export const webhookLoops: WorkerLoop[] = [
               () => ctx.outbox.committedElsewhere?.() ?? true,
               () => ctx.outbox.notify('unknown'),
             );
+      worker.hearsEveryCommit = () => listener.hearsEveryCommit();
       return async () => {
+        worker.hearsEveryCommit = () => false;
         unsubscribe();
         await listener?.close();
       };

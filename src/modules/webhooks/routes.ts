@@ -15,10 +15,10 @@ import {
   QueuedDelivery,
   ReceiverSchema,
   RedeliverSchema,
+  RotateSecretSchema,
   TestTransactionSchema,
   webhookTags as tags,
   WebhookEndpoint,
-  WebhookEndpointWithSecret,
 } from './schemas.ts';
 import { getEndpoint, putEndpoint, resendTransaction, rotateSecret, sendTestEvent } from './service.ts';
 
@@ -45,13 +45,14 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     `${BASE}/rotate/`,
     {
-      schema: {
-        tags,
-        summary: 'New signing secret, returned once',
-        response: { 200: WebhookEndpointWithSecret },
+      schema: RotateSecretSchema,
+      // The body is optional: a bare POST rotates with no overlap, as the interface has it.
+      preValidation: async (request) => {
+        request.body ??= {};
       },
     },
-    async (request) => rotateSecret(ctx, org(request), actorOf(request)),
+    async (request) =>
+      rotateSecret(ctx, org(request), actorOf(request), request.body?.previous_secret_expires_in ?? 0),
   );
   app.post(
     `${BASE}/test/`,

@@ -8,10 +8,28 @@ const tags = ['Webhooks'];
 // Response schemas (documentation; the e2e suite checks every answer against them).
 
 const endpointFields = {
-  endpoint_url: Nullable(Type.String({ description: 'null until an endpoint is set.' })),
+  endpoint_url: Nullable(
+    Type.String({
+      description:
+        'null until an endpoint is set. A URL stored with credentials before they were refused is shown with its password masked.',
+    }),
+  ),
   secret_preview: Nullable(Type.String({ description: 'whsec_… and the last 4 characters.' })),
   created_at: Nullable(Timestamp),
   updated_at: Nullable(Timestamp),
+  previous_secret_expires_at: Nullable(
+    Type.String({
+      format: 'date-time',
+      description:
+        'Until then the secret the last rotation replaced also signs webhook-signature (previous_secret_expires_in); null when it does not.',
+    }),
+  ),
+  endpoint_problem: Nullable(
+    Type.String({
+      description:
+        'Why nothing can be delivered to endpoint_url until it is set again (a URL stored with credentials); null when deliveries are sent.',
+    }),
+  ),
 };
 
 export const WebhookEndpoint = Shape(endpointFields, 'The webhook endpoint and a preview of its secret.');
@@ -107,6 +125,29 @@ export const PutEndpointSchema = {
   tags,
   summary: 'Set the webhook endpoint URL (the signing secret is created with the first URL)',
   body: Type.Object({ endpoint_url: Type.String({ minLength: 1, maxLength: 2048 }) }),
+  response: { 200: WebhookEndpointWithSecret },
+};
+
+/** The longest overlap a rotation may ask for: 7 days, in seconds. */
+export const MAX_PREVIOUS_SECRET_SECONDS = 7 * 24 * 60 * 60;
+
+export const RotateSecretSchema = {
+  tags,
+  summary: 'New signing secret, returned once',
+  body: Type.Optional(
+    Type.Object({
+      previous_secret_expires_in: Type.Optional(
+        Type.Integer({
+          minimum: 0,
+          maximum: MAX_PREVIOUS_SECRET_SECONDS,
+          description:
+            'Seconds (0 to 604800, 7 days) during which the replaced secret also signs the Standard Webhooks ' +
+            'webhook-signature header, beside the new one. 0, the default: only the new secret signs from now on. ' +
+            "X-Webhook-Signature always carries the new secret's signature alone.",
+        }),
+      ),
+    }),
+  ),
   response: { 200: WebhookEndpointWithSecret },
 };
 

@@ -1,10 +1,12 @@
 // Signing secrets and signatures. A secret is `whsec_` + standard base64 of 32 random bytes (secrets made
 // before were base64url, and keep working). Two signatures go with every delivery:
 // - the interface's X-Webhook-Signature: `sha256=` + hex HMAC-SHA256 over the exact body bytes, keyed with
-//   the secret string's UTF-8 bytes;
+//   the secret string's UTF-8 bytes; always the current secret's alone (it holds one signature, and the
+//   interface says only the new secret verifies after a rotation);
 // - Standard Webhooks' webhook-signature: `v1,` + base64 HMAC-SHA256 over "{id}.{timestamp}.{body}",
 //   keyed with the bytes the secret encodes after `whsec_`; it covers the timestamp, so a receiver using
-//   the standardwebhooks or svix libraries also refuses replays.
+//   the standardwebhooks or svix libraries also refuses replays. During the overlap a rotation asked for
+//   (previous_secret_expires_in), it also lists the previous secret's signature.
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import { constantTimeEqual, decrypt, encrypt } from '../../lib/crypto.ts';
 
@@ -40,17 +42,26 @@ function standardKey(secret: string): KeyObject {
   return key;
 }
 
-/** The Standard Webhooks headers of one attempt: webhook-id, webhook-timestamp, webhook-signature. */
+function standardSignature(secret: string, signed: string): string {
+  return `v1,${createHmac('sha256', standardKey(secret)).update(signed).digest('base64')}`;
+}
+
+/**
+ * The Standard Webhooks headers of one attempt: webhook-id, webhook-timestamp, webhook-signature. With
+ * `previous` (a rotation's overlap the merchant asked for), webhook-signature lists a second `v1,`
+ * entry made with it, after the current secret's: receivers accept a delivery when any entry verifies.
+ */
 export function standardWebhookHeaders(
   secret: string,
   id: string,
   timestamp: number,
   body: string,
+  previous: string | null = null,
 ): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
-  const signed = createHmac('sha256', standardKey(secret))
-    .update(`${id}.${timestamp}.${body}`)
-    .digest('base64');
-  return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signed}` };
+  const signed = `${id}.${timestamp}.${body}`;
+  const current = standardSignature(secret, signed);
+  const signature = previous === null ? current : `${current} ${standardSignature(previous, signed)}`;
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature };
 }
 
 /** Whether `signature` (the X-Webhook-Signature header) is the signature of `body` under `secret`. */

@@ -1,8 +1,10 @@
 // One HTTP attempt: POST the exact body over a keep-alive agent, no redirects followed, a hard
-// timeout, and only to public addresses unless the guard is off (KASSA_WEBHOOK_ALLOW_PRIVATE) or the URL is exempt. Never throws: the outcome is data.
+// timeout, and only to public addresses unless the guard is off (KASSA_WEBHOOK_ALLOW_PRIVATE) or the URL is exempt.
+// A URL with credentials in it is not sent at all. Never throws: the outcome is data.
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import { CREDENTIALS_REFUSED } from './endpoint-url.ts';
 import { assertPublicAddress, BlockedAddressError, guardedLookup } from './ssrf.ts';
 
 export interface AttemptOutcome {
@@ -57,10 +59,9 @@ function targetOf(url: string): Target {
   let target = targets.get(url);
   if (!target) {
     const parsed = new URL(url);
+    // An endpoint stored before credentials were refused at configuration: never sent (endpoint-url.ts).
+    if (parsed.username || parsed.password) throw new Error(CREDENTIALS_REFUSED);
     const hostname = parsed.hostname.replace(/^\[|\]$/g, '');
-    const auth = parsed.username
-      ? `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`
-      : undefined;
     target = {
       secure: parsed.protocol === 'https:',
       hostname,
@@ -69,7 +70,6 @@ function targetOf(url: string): Target {
         hostname,
         port: parsed.port || undefined,
         path: parsed.pathname + parsed.search,
-        auth,
       },
     };
     if (targets.size >= 1000) targets.clear();

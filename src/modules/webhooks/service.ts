@@ -7,6 +7,7 @@ import { isPublicId, newUuid, parseNumericId } from '../../lib/ids.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
 import { emitEvent, type NewEvent } from '../events/emit.ts';
 import { transactionEventPayload } from '../payments/events.ts';
+import { CREDENTIALS_PROBLEM, hasCredentials, maskCredentials } from './endpoint-url.ts';
 import { generateSecret, openSecret, sealSecret, secretPreview } from './secret.ts';
 import { assertPublicHost, BlockedAddressError, isOwnTestReceiver } from './ssrf.ts';
 import * as store from './store.ts';
@@ -14,13 +15,30 @@ import type { WebhookEndpointRow } from './table.ts';
 
 export const TEST_MESSAGE = 'This is a test webhook from Kassa.';
 
+/** When the previous secret of `row` stops signing, if it still signs at `now`; else null. */
+function previousSecretExpiry(row: WebhookEndpointRow, now: string): string | null {
+  const expiresAt = row.previous_secret_expires_at;
+  return row.previous_secret_encrypted !== null && expiresAt !== null && expiresAt > now ? expiresAt : null;
+}
+
 export function presentEndpoint(ctx: AppContext, row: WebhookEndpointRow | undefined) {
-  if (!row) return { endpoint_url: null, secret_preview: null, created_at: null, updated_at: null };
+  if (!row)
+    return {
+      endpoint_url: null,
+      secret_preview: null,
+      created_at: null,
+      updated_at: null,
+      previous_secret_expires_at: null,
+      endpoint_problem: null,
+    };
   return {
-    endpoint_url: row.endpoint_url,
+    // An endpoint stored before credentials were refused: its password is not shown again.
+    endpoint_url: maskCredentials(row.endpoint_url),
     secret_preview: secretPreview(openSecret(row.secret_encrypted, ctx.config.secretKey)),
     created_at: row.created_at,
     updated_at: row.updated_at,
+    previous_secret_expires_at: previousSecretExpiry(row, ctx.clock().toISOString()),
+    endpoint_problem: hasCredentials(row.endpoint_url) ? CREDENTIALS_PROBLEM : null,
   };
 }
 
@@ -73,7 +91,8 @@ export async function putEndpoint(ctx: AppContext, organizationId: number, rawUr
       {
         action: 'webhook.endpoint_changed',
         target: { type: 'webhook_endpoint', id: organizationId },
-        details: { from: existing?.endpoint_url ?? null, to: url },
+        // A URL stored with credentials before they were refused: its password is not written again.
+        details: { from: existing ? maskCredentials(existing.endpoint_url) : null, to: url },
       },
       now,
     );
@@ -92,29 +111,52 @@ export async function putEndpoint(ctx: AppContext, organizationId: number, rawUr
   });
 }
 
-async function requireEndpoint(db: Executor, organizationId: number) {
-  const endpoint = await store.findEndpoint(db, organizationId);
+async function requireEndpoint(db: Executor, organizationId: number, lock = false) {
+  const endpoint = await (lock ? store.lockEndpoint : store.findEndpoint)(db, organizationId);
   if (!endpoint) throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
   return endpoint;
 }
 
-/** A new secret; from now on only it signs (and verifies). Returned once as raw_secret. */
-export async function rotateSecret(ctx: AppContext, organizationId: number, actor: Actor) {
-  const now = ctx.clock().toISOString();
+/**
+ * A new secret, returned once as raw_secret. By default only it signs from now on (the interface: after
+ * a rotation only the new secret verifies), and a previous secret kept by an earlier rotation is
+ * dropped. With `previousSecretSeconds` > 0 (asked for explicitly) the secret it replaces also signs the
+ * Standard Webhooks header for that long, so a receiver can deploy the new one without refusing
+ * deliveries meanwhile; X-Webhook-Signature carries the new secret's signature alone.
+ */
+export async function rotateSecret(
+  ctx: AppContext,
+  organizationId: number,
+  actor: Actor,
+  previousSecretSeconds = 0,
+) {
+  const now = ctx.clock();
+  const at = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
-    await requireEndpoint(trx, organizationId);
+    // Locked: of two rotations at once, the second keeps the first one's new secret as its previous
+    // one, not the secret both would have read.
+    const existing = await requireEndpoint(trx, organizationId, true);
+    const previousExpiresAt =
+      previousSecretSeconds > 0 ? new Date(now.getTime() + previousSecretSeconds * 1000).toISOString() : null;
     await recordAudit(
       trx,
       organizationId,
       actor,
-      { action: 'webhook.secret_rotated', target: { type: 'webhook_endpoint', id: organizationId } },
-      now,
+      {
+        action: 'webhook.secret_rotated',
+        target: { type: 'webhook_endpoint', id: organizationId },
+        details: { previous_secret_expires_at: previousExpiresAt },
+      },
+      at,
     );
     const secret = generateSecret();
     const row = await store.updateEndpoint(trx, organizationId, {
       secret_encrypted: sealSecret(secret, ctx.config.secretKey),
-      secret_rotated_at: now,
-      updated_at: now,
+      secret_rotated_at: at,
+      // Already sealed with the same key: kept as it was stored.
+      previous_secret_encrypted: previousExpiresAt === null ? null : existing.secret_encrypted,
+      previous_secret_expires_at: previousExpiresAt,
+      updated_at: at,
     });
     return { ...presentEndpoint(ctx, row), raw_secret: secret };
   });

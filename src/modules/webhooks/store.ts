@@ -1,5 +1,6 @@
 // Queries of the webhooks module outside the worker's claim: endpoints, the delivery log, and the
 // test receiver's kept requests. Every lookup is scoped by organization.
+import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import type { Environment } from '../api-keys/table.ts';
 import type { DeliveryStatus } from './table.ts';
@@ -10,6 +11,12 @@ export function findEndpoint(db: Executor, organizationId: number) {
     .selectAll()
     .where('organization_id', '=', organizationId)
     .executeTakeFirst();
+}
+
+/** The endpoint, locked until the transaction ends on PostgreSQL (SQLite's transactions take the write lock first). */
+export function lockEndpoint(db: Executor, organizationId: number) {
+  const query = db.selectFrom('webhook_endpoints').selectAll().where('organization_id', '=', organizationId);
+  return (isPostgres(db) ? query.forUpdate() : query).executeTakeFirst();
 }
 
 export function insertEndpoint(
@@ -37,6 +44,8 @@ export function updateEndpoint(
     endpoint_url?: string;
     secret_encrypted?: string;
     secret_rotated_at?: string;
+    previous_secret_encrypted?: string | null;
+    previous_secret_expires_at?: string | null;
     updated_at: string;
   },
 ) {
@@ -46,6 +55,16 @@ export function updateEndpoint(
     .where('organization_id', '=', organizationId)
     .returningAll()
     .executeTakeFirstOrThrow();
+}
+
+/** Previous secrets whose overlap has ended at `now` are dropped (the retention loop, every minute). */
+export async function dropExpiredPreviousSecrets(db: Executor, now: string): Promise<number> {
+  const result = await db
+    .updateTable('webhook_endpoints')
+    .set({ previous_secret_encrypted: null, previous_secret_expires_at: null })
+    .where('previous_secret_expires_at', '<=', now)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
 }
 
 export interface NewDelivery {

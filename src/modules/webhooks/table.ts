@@ -12,6 +12,10 @@ export interface WebhookEndpointsTable {
   created_at: string;
   updated_at: string;
   secret_rotated_at: string;
+  /** The secret a rotation replaced, sealed like secret_encrypted, while its overlap lasts; else null. */
+  previous_secret_encrypted: string | null;
+  /** When the previous secret stops signing (ISO); null when there is none. */
+  previous_secret_expires_at: string | null;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';

@@ -19,6 +19,8 @@ export interface ClaimedDelivery {
   payload: string;
   url: string | null;
   secretEncrypted: string | null;
+  /** The previous secret while the overlap its rotation asked for lasts (at the claim); else null. */
+  previousSecretEncrypted: string | null;
   first: FirstDelivery | null;
 }
 
@@ -169,6 +171,19 @@ const leaseEvents = prepareQuery(
         .select(`w.${column}` as `w.${C}`)
         .whereRef('w.organization_id', '=', 'events.organization_id')
         .as(column);
+    // The previous secret only while its overlap lasts at the claim: one subquery, not two.
+    const previousSecret = (eb: ExpressionBuilder<Database, 'events'>) =>
+      eb
+        .selectFrom('webhook_endpoints as w')
+        .select(
+          sql<
+            string | null
+          >`case when w.previous_secret_expires_at > ${now} then w.previous_secret_encrypted end`.as(
+            'previous_secret_encrypted',
+          ),
+        )
+        .whereRef('w.organization_id', '=', 'events.organization_id')
+        .as('previous_secret_encrypted');
     return db
       .updateTable('events')
       .set({ locked_by: workerId, locked_until: until })
@@ -183,6 +198,7 @@ const leaseEvents = prepareQuery(
         'created_at',
         endpointColumn(eb, 'endpoint_url'),
         endpointColumn(eb, 'secret_encrypted'),
+        previousSecret(eb),
       ]);
   },
 );
@@ -222,6 +238,7 @@ export async function dispatchEvents(
       payload: event.payload,
       url: event.endpoint_url,
       secretEncrypted: event.secret_encrypted,
+      previousSecretEncrypted: event.previous_secret_encrypted,
       first: {
         eventId: event.id,
         organizationId: event.organization_id,
@@ -280,6 +297,8 @@ export async function claimDueDeliveries(
       'e.payload',
       'w.endpoint_url',
       'w.secret_encrypted',
+      'w.previous_secret_encrypted',
+      'w.previous_secret_expires_at',
     ])
     .where(
       'd.id',
@@ -296,6 +315,10 @@ export async function claimDueDeliveries(
       payload: row.payload,
       url: row.endpoint_url,
       secretEncrypted: row.secret_encrypted,
+      previousSecretEncrypted:
+        row.previous_secret_expires_at !== null && row.previous_secret_expires_at > lease.now
+          ? row.previous_secret_encrypted
+          : null,
       first: null,
     }),
   );

@@ -4,7 +4,7 @@
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import type { Environment } from '../../modules/api-keys/table.ts';
-import type { ProviderOutcome } from '../types.ts';
+import type { KnownOutcome, ProviderOutcome } from '../types.ts';
 import type { OperationRow } from './table.ts';
 
 export interface NewOperation {
@@ -96,20 +96,57 @@ export async function settleOperation(
   }
   await trx
     .updateTable('provider_operations')
-    .set({
-      state: 'done',
-      outcome: outcome.status,
-      outcome_code: outcome.status === 'failed' ? outcome.code : null,
-      outcome_message: outcome.status === 'failed' ? outcome.message.slice(0, 500) : null,
-      provider_object_id: providerObjectId,
-      next_read_at: null,
-      updated_at: now,
-    })
+    .set(settled(outcome, providerObjectId, now))
     .where('id', '=', operationId)
     .where((eb) =>
       eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
     )
     .execute();
+}
+
+function settled(outcome: KnownOutcome, providerObjectId: string | null, now: string) {
+  return {
+    state: 'done' as const,
+    outcome: outcome.status,
+    outcome_code: outcome.status === 'failed' ? outcome.code : null,
+    outcome_message: outcome.status === 'failed' ? outcome.message.slice(0, 500) : null,
+    provider_object_id: providerObjectId,
+    next_read_at: null,
+    updated_at: now,
+  };
+}
+
+/**
+ * Settles a flagged operation with the outcome an operator established (kassa renewal resolve), in the
+ * caller's transaction; false when it is no longer flagged (another resolution settled it first), so
+ * an operation is resolved once.
+ */
+export async function settleFlaggedOperation(
+  trx: Executor,
+  operationId: number,
+  outcome: KnownOutcome,
+  providerObjectId: string | null,
+  now: string,
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('provider_operations')
+    .set({ ...settled(outcome, providerObjectId, now), last_read_at: now })
+    .where('id', '=', operationId)
+    .where('state', '=', 'flagged')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** How many operations are flagged for review, by kind (kassa doctor, /metrics). */
+export async function flaggedOperationCounts(db: Executor): Promise<{ kind: string; count: number }[]> {
+  const rows = await db
+    .selectFrom('provider_operations')
+    .select(['kind', (eb) => eb.fn.countAll<number>().as('count')])
+    .where('state', '=', 'flagged')
+    .groupBy('kind')
+    .orderBy('kind')
+    .execute();
+  return rows.map((row) => ({ kind: row.kind, count: Number(row.count) }));
 }
 
 /**

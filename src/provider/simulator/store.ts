@@ -80,6 +80,7 @@ export async function paymentState(trx: SimDb, row: SimPayment): Promise<Provide
       : undefined;
   return {
     providerPaymentId: row.provider_payment_id,
+    reference: row.reference,
     outcome: row.outcome,
     depositStatus: row.deposit_status,
     refundState:

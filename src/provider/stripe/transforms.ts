@@ -114,6 +114,7 @@ export function paymentStateOf(intent: Stripe.PaymentIntent, charges: Stripe.Cha
   const refunded = succeeded?.amount_refunded ?? 0;
   return {
     providerPaymentId: intent.id,
+    reference: intent.metadata?.kassa_transaction_id ?? null,
     outcome: paymentOutcome(intent.status),
     // A succeeded PaymentIntent is a settled deposit: the wallet is credited at once.
     depositStatus: intent.status === 'succeeded' ? 'succeeded' : null,
