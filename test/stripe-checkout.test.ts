@@ -2,11 +2,12 @@
 // (opened when the hosted step is first read), confirmed in the Payment Element (card data never reaches
 // Kassa), declines and 3-D Secure as deposit attempts, a processing payment method, completion by
 // sync-status, by the worker's sync and by webhook, and refunds (full, partial, failed) sent in the
-// charge currency. The sandbox keeps the simulator.
+// charge currency; a refund Stripe fails after it succeeded is flagged. The sandbox keeps the simulator.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { GENERIC_DECLINE } from '../src/modules/checkout/card-testing.ts';
 import { syncDuePayments } from '../src/modules/payments/sync.ts';
+import { settleRefundConflict } from '../src/modules/refunds/conflict-settle.ts';
 import { syncRefunds } from '../src/modules/refunds/sync.ts';
 import { card, createCheckout, eventsOf, pay } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
@@ -299,6 +300,40 @@ describe(`the hosted checkout on Stripe (${DB_KIND})`, () => {
     } finally {
       fake.ledger.refundMode = 'succeeded';
     }
+    await assertLedgerBalanced(server.ctx, merchant.organizationId);
+  });
+
+  test('a refund Stripe fails after it succeeded (charge.refund.updated) stays completed and is flagged; booking Stripe’s outcome fails it and gives the wallet the money back', async () => {
+    const payment = await paidPayment();
+    const done = await refund(payment.public_id, { reason: 'refunded, then bounced' });
+    assert.equal(done.body.status, 'completed', done.text);
+    const id = done.body.id as string;
+    const atStripe = [...fake.ledger.refunds.values()].find(
+      (known) => known.metadata?.kassa_refund_id === id,
+    );
+    assert.ok(atStripe);
+    fake.ledger.reverseRefund(atStripe.id);
+    const delivered = await deliver(server, fake, eventAbout(fake, 'charge.refund.updated', atStripe.id));
+    assert.equal(delivered.status, 200, delivered.text);
+    assert.equal(delivered.body.refunds, 1);
+    const row = await server.ctx.db
+      .selectFrom('refunds')
+      .selectAll()
+      .where('public_id', '=', id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual([row.status, row.provider_conflict_status], ['completed', 'failed']);
+    assert.match(row.provider_conflict ?? '', /\(The refund failed at Stripe \(lost_or_stolen_card\)\)/);
+    const again = await refund(payment.public_id, { reason: 'once more' });
+    assert.equal(again.status, 400, again.text);
+    assert.match(String(again.body.detail), /^A refund of this payment is under review/);
+    // refund.failed about the same refund, delivered as well: the conflict is already recorded.
+    const failed = await deliver(server, fake, eventAbout(fake, 'refund.failed', atStripe.id));
+    assert.equal(failed.body.refunds, 0);
+    assert.equal((await settleRefundConflict(server.ctx, id, 'provider')).status, 'failed');
+    const repaid = await paymentOf(payment.public_id);
+    assert.deepEqual([repaid.status, repaid.refunded_amount], ['paid', 0]);
+    const retry = await refund(payment.public_id, { reason: 'refund the customer for real' });
+    assert.equal(retry.body.status, 'completed', retry.text);
     await assertLedgerBalanced(server.ctx, merchant.organizationId);
   });
 });

@@ -3829,7 +3829,7 @@ export interface operations {
                         recent_activity: {
                             id: number;
                             /** @enum {unknown} */
-                            type: "settlement" | "reserve_release" | "refund_hold" | "refund_release" | "refund_debit" | "payout_hold" | "payout_release" | "payout_debit";
+                            type: "settlement" | "reserve_release" | "refund_hold" | "refund_release" | "refund_debit" | "refund_late_debit" | "refund_reversal" | "payout_hold" | "payout_release" | "payout_debit";
                             /** @description The payment, refund or payout public id. */
                             reference: string;
                             /** @example 12.50 */
@@ -4710,7 +4710,7 @@ export interface operations {
                         entries: {
                             id: number;
                             /** @enum {unknown} */
-                            type: "settlement" | "reserve_release" | "refund_hold" | "refund_release" | "refund_debit" | "payout_hold" | "payout_release" | "payout_debit";
+                            type: "settlement" | "reserve_release" | "refund_hold" | "refund_release" | "refund_debit" | "refund_late_debit" | "refund_reversal" | "payout_hold" | "payout_release" | "payout_debit";
                             /** @description The payment, refund or payout public id. */
                             reference: string;
                             /** @example 12.50 */
@@ -6120,7 +6120,7 @@ export interface operations {
                         provider_review: {
                             /** @enum {unknown} */
                             state: "confirming" | "flagged";
-                            /** @description The provider call, by its idempotency key. */
+                            /** @description The provider call, by its idempotency key (kassa-refund-RF… for a refund the provider contradicts), or "payment" for a payment the provider charged after Kassa gave it up. */
                             operation: string;
                             reason: string | null;
                             /** Format: date-time */
@@ -7553,7 +7553,7 @@ export interface operations {
                             provider_review: {
                                 /** @enum {unknown} */
                                 state: "confirming" | "flagged";
-                                /** @description The provider call, by its idempotency key. */
+                                /** @description The provider call, by its idempotency key (kassa-refund-RF… for a refund the provider contradicts), or "payment" for a payment the provider charged after Kassa gave it up. */
                                 operation: string;
                                 reason: string | null;
                                 /** Format: date-time */
@@ -7680,7 +7680,7 @@ export interface operations {
                         provider_review: {
                             /** @enum {unknown} */
                             state: "confirming" | "flagged";
-                            /** @description The provider call, by its idempotency key. */
+                            /** @description The provider call, by its idempotency key (kassa-refund-RF… for a refund the provider contradicts), or "payment" for a payment the provider charged after Kassa gave it up. */
                             operation: string;
                             reason: string | null;
                             /** Format: date-time */

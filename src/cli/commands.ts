@@ -12,6 +12,7 @@ import { listenCommand } from './listen.ts';
 import { merchantCreateCommand } from './merchant.ts';
 import { orgCommands } from './org.ts';
 import { payoutCommands } from './payout.ts';
+import { refundCommands } from './refund.ts';
 import { renewalCommands } from './renewal.ts';
 
 export interface CommandInput {
@@ -93,6 +94,7 @@ export const commands: Record<string, Command> = {
   backup: backupCommand,
   ...orgCommands,
   ...payoutCommands,
+  ...refundCommands,
   ...renewalCommands,
   listen: listenCommand,
   doctor: doctorCommand,

@@ -1,9 +1,11 @@
 // kassa doctor: checks the configuration the service would start with, and prints one line per check
-// (ok, warn or FAIL) with what is missing: the database, the provider of production, and with Stripe
-// the keys, the webhook secret and the webhook endpoint, against Stripe's API. Exit 1 when a check fails.
-import { sql } from 'kysely';
+// (ok, warn or FAIL) with what is missing: the database (and what in it waits for a person: refunds and
+// payments the provider contradicts), the provider of production, and with Stripe the keys, the webhook
+// secret and the webhook endpoint, against Stripe's API. Exit 1 when a check fails.
+import { type Kysely, sql } from 'kysely';
 import type { Config } from '../config.ts';
 import { openDatabase } from '../db/connection.ts';
+import type { Database } from '../db/database.ts';
 import { migrations } from '../db/migrations/index.ts';
 import { flaggedOperationCounts } from '../provider/operations/store.ts';
 import { providerRefusals, providerWarnings } from '../provider/startup.ts';
@@ -32,12 +34,43 @@ async function checkDatabase(config: Config): Promise<Line[]> {
       ['ok', `database (${handle.kind}) answers`],
       ['ok', 'database is up to date'],
       await flaggedLine(await flaggedOperationCounts(handle.db)),
+      ...(await checkConflicts(handle.db)),
     ];
   } catch (error) {
     return [['FAIL', `database: ${error instanceof Error ? error.message : String(error)}`]];
   } finally {
     await handle.close();
   }
+}
+
+/** What the provider contradicts and a person must settle: refunds (kassa refund conflicts), payments. */
+async function checkConflicts(db: Kysely<Database>): Promise<Line[]> {
+  const count = async (table: 'refunds' | 'payments') =>
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('provider_conflict', 'is not', null)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const refunds = await count('refunds');
+  const payments = await count('payments');
+  const lines: Line[] = [];
+  if (refunds > 0) {
+    lines.push([
+      'warn',
+      `${refunds} refund(s) contradicted by the provider, each blocking new refunds of its payment: see "kassa refund conflicts", settle with "kassa refund resolve"`,
+    ]);
+  }
+  if (payments > 0) {
+    lines.push([
+      'warn',
+      `${payments} payment(s) the provider charged after Kassa gave them up (provider_conflict): refund them at the provider or honour the orders`,
+    ]);
+  }
+  return lines;
 }
 
 /** The provider calls flagged for review: each waits for a person (docs/operations.md "Flagged provider calls"). */

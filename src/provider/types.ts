@@ -212,6 +212,11 @@ export interface ProviderRefundState {
   providerRefundId: string;
   status: 'processing' | 'completed' | 'failed';
   errorMessage: string | null;
+  /**
+   * The reference Kassa gave the refund (its RF… public id), when the provider keeps it: how a webhook
+   * about a refund Kassa holds no provider id for (its answer lost, or taken for never made) finds it.
+   */
+  reference?: string | null;
 }
 
 export interface CreateRefundInput {

@@ -20,6 +20,7 @@ import { eventClaimIndexes } from './016-event-claim-indexes.ts';
 import { eventNotifyTrigger } from './017-event-notify-trigger.ts';
 import { moneyInvariants } from './018-money-invariants.ts';
 import { secondFactorTries } from './019-second-factor-tries.ts';
+import { refundProviderConflicts } from './020-refund-provider-conflicts.ts';
 import { loginFailures } from './021-login-failures.ts';
 import { webhookPreviousSecret } from './022-webhook-previous-secret.ts';
 import { renewalProviderErrors } from './023-renewal-provider-errors.ts';
@@ -45,6 +46,7 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '017_event_notify_trigger': eventNotifyTrigger(kind),
     '018_money_invariants': moneyInvariants(kind),
     '019_second_factor_tries': secondFactorTries(),
+    '020_refund_provider_conflicts': refundProviderConflicts(),
     '021_login_failures': loginFailures(),
     '022_webhook_previous_secret': webhookPreviousSecret(),
     '023_renewal_provider_errors': renewalProviderErrors(),

@@ -2,7 +2,9 @@
 // payment the tries of its subscription cycle) whose outcome Kassa
 // does not know: still being read back by the reconciler ("confirming"), or still unknown after its last
 // read, or contradicting Kassa, or (a renewal try) refused by the provider for 72 hours ("flagged": a
-// person must look at the provider's dashboard; a renewal try is resolved with kassa renewal resolve).
+// person must look at the provider's dashboard; a renewal try is resolved with kassa renewal resolve). A
+// payment the provider charged after Kassa gave it up, or a refund the provider contradicts after Kassa
+// finished it, is flagged before any of them.
 import type { Executor } from '../../db/database.ts';
 import { unresolvedOperationsOf } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
@@ -12,7 +14,7 @@ export interface ProviderReview {
   state: 'confirming' | 'flagged';
   /**
    * The call, by its idempotency key (kassa-pay-TX…-1, kassa-refund-RF…, kassa-renew-{cycle}-{try}), or
-   * "payment" for a conflict.
+   * "payment" for the payment's conflict; a refund's conflict is named by the refund's key.
    */
   operation: string;
   reason: string | null;
@@ -58,10 +60,21 @@ export async function reviewsOf(
   }
   const refunds = await db
     .selectFrom('refunds')
-    .select(['id', 'payment_id'])
+    .select(['id', 'payment_id', 'public_id', 'provider_conflict', 'provider_conflict_at'])
     .where('payment_id', 'in', paymentIds)
+    .orderBy('id')
     .execute();
   const paymentOfRefund = new Map(refunds.map((refund) => [refund.id, refund.payment_id]));
+  // Then a refund the provider contradicts (refunds/conflict-flag.ts): money may have moved either way.
+  for (const refund of refunds) {
+    if (refund.provider_conflict === null || reviews.has(refund.payment_id)) continue;
+    reviews.set(refund.payment_id, {
+      state: 'flagged',
+      operation: `kassa-refund-${refund.public_id}`,
+      reason: refund.provider_conflict,
+      since: refund.provider_conflict_at ?? '',
+    });
+  }
   // A renewal's tries are operations on its subscription cycle, whose payment is the renewal payment.
   // Found through the payments' subscriptions (indexed), not by payment_id (which is not); no statement
   // when no payment here is a renewal (the common page).
@@ -80,6 +93,7 @@ export async function reviewsOf(
     unresolvedOperationsOf(db, 'refund', [...paymentOfRefund.keys()]),
     unresolvedOperationsOf(db, 'subscription_cycle', [...paymentOfCycle.keys()]),
   ]);
+  const conflicted = new Set(reviews.keys());
   const paymentOf = (operation: OperationRow) => {
     if (operation.subject_type === 'payment') return operation.subject_id;
     if (operation.subject_type === 'refund') return paymentOfRefund.get(operation.subject_id);
@@ -87,9 +101,9 @@ export async function reviewsOf(
   };
   for (const operation of [...ofPayments, ...ofRefunds, ...ofCycles]) {
     const paymentId = paymentOf(operation);
-    if (paymentId === undefined) continue;
+    // A conflict (the payment's or a refund's) is never displaced by a call still in doubt.
+    if (paymentId === undefined || conflicted.has(paymentId)) continue;
     const known = reviews.get(paymentId);
-    if (known?.operation === 'payment') continue;
     if (!known || (known.state === 'confirming' && operation.state === 'flagged')) {
       reviews.set(paymentId, review(operation));
     }

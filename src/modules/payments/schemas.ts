@@ -95,11 +95,14 @@ export const DashboardPayment = Shape(
       Shape(
         {
           state: Type.Enum(['confirming', 'flagged']),
-          operation: Type.String({ description: 'The provider call, by its idempotency key.' }),
+          operation: Type.String({
+            description:
+              'The provider call, by its idempotency key (kassa-refund-RF… for a refund the provider contradicts), or "payment" for a payment the provider charged after Kassa gave it up.',
+          }),
           reason: Nullable(Type.String()),
           since: Timestamp,
         },
-        "A provider call whose outcome Kassa does not know: being read back, or flagged for review after the reconciler's last read.",
+        "A provider call whose outcome Kassa does not know (being read back, or flagged for review after the reconciler's last read), or a provider that contradicts Kassa (flagged).",
       ),
     ),
   },

@@ -145,7 +145,7 @@ export async function syncNotice(
     const row = await store.paymentByProviderId(ctx.db, providerName, providerPaymentId);
     return row ? syncPayment(ctx, row) : false;
   });
-  const refunds = await syncRefundsByProviderIds(ctx, notice.refundIds);
+  const refunds = await syncRefundsByProviderIds(ctx, providerName, notice.refundIds);
   return { payments, refunds };
 }
 

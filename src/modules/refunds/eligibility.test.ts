@@ -158,3 +158,22 @@ test('partial refunds hold a running share of net_usd: any number of parts holds
     assert.equal(held, usd.netUsd, `parts of ${part}: the whole net settlement, no more, no less`);
   }
 });
+
+test('a refund under review refuses any new refund of a paid payment, before "already refunded" and the other rules', () => {
+  const refusal = (payment: RefundablePayment) => {
+    try {
+      assertPaymentRefundable(payment, false, 'RF0123456789abcdef');
+      return null;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  const underReview =
+    /^A refund of this payment is under review: the provider contradicts what Kassa recorded for RF0123456789abcdef/;
+  for (const status of ['paid', 'refund_pending', 'refunded'] as const) {
+    assert.match(refusal({ ...eur, status }) ?? '', underReview);
+  }
+  assert.match(refusal({ ...eur, refundedAmount: 10_000n }) ?? '', underReview);
+  assert.equal(refusal({ ...eur, status: 'failed' }), 'Payment is not refundable in status failed.');
+  assert.doesNotThrow(() => assertPaymentRefundable(eur, false, null));
+});

@@ -7,6 +7,9 @@ import { availableOf, type Buckets } from '../wallet/ledger.ts';
 
 export class RefundError extends ValidationError {}
 
+/** The statuses of a payment that was paid, whose refunds a provider conflict puts under review. */
+const REFUNDED_FAMILY: readonly PaymentStatus[] = ['paid', 'refund_pending', 'refunded'];
+
 export interface RefundablePayment {
   status: PaymentStatus;
   providerRefundState: string | null;
@@ -30,6 +33,14 @@ export interface RefundAmounts {
 }
 
 export const REFUND_IN_PROGRESS = 'A refund is already in progress for this payment.';
+/**
+ * A refund of the payment whose provider contradicts Kassa (conflict-flag.ts): how much has left at the
+ * provider is in doubt, so nothing more is refunded until an operator settles it. Refunding anyway could
+ * refund the customer twice (a refund Kassa failed that the provider completed), or beyond what was paid.
+ */
+export function underReview(refundPublicId: string): string {
+  return `A refund of this payment is under review: the provider contradicts what Kassa recorded for ${refundPublicId}, so no new refund can be made until the operator settles it.`;
+}
 export const ALREADY_REFUNDED = 'Payment has already been refunded.';
 /**
  * A payment whose fee took the whole gross settled nothing to the wallet: its refund would hold
@@ -65,10 +76,18 @@ export function providerMarkBlocks(payment: RefundablePayment, refundInFlight: b
 }
 
 /**
- * Rules 1–3: status, provider marks, nothing in flight, something left; and a net that settled
- * something. Checked before the wallet.
+ * Rules 1–3: status, no refund under review (its public id in `conflictRefund`), provider marks, nothing
+ * in flight, something left; and a net that settled something. Checked before the wallet.
  */
-export function assertPaymentRefundable(payment: RefundablePayment, refundInFlight: boolean): void {
+export function assertPaymentRefundable(
+  payment: RefundablePayment,
+  refundInFlight: boolean,
+  conflictRefund: string | null = null,
+): void {
+  // Before "already refunded": a payment Kassa counts refunded may not be, if its provider failed a refund.
+  if (conflictRefund !== null && REFUNDED_FAMILY.includes(payment.status)) {
+    throw new RefundError(underReview(conflictRefund));
+  }
   if (payment.status === 'refunded') throw new RefundError(ALREADY_REFUNDED);
   if (payment.status !== 'paid' && payment.status !== 'refund_pending') {
     throw new RefundError(`Payment is not refundable in status ${payment.status}.`);

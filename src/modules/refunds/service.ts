@@ -75,7 +75,8 @@ async function recordRefundRequest(
   const payment = await store.lockPayment(trx, scope, request.transactionId);
   if (!payment) throw new NotFoundError('Payment not found.');
   const facts = paymentFacts(payment, await store.completedRefundHt(trx, payment.id));
-  assertPaymentRefundable(facts, await store.hasRefundInFlight(trx, payment.id));
+  const blockers = await store.refundBlockers(trx, payment.id);
+  assertPaymentRefundable(facts, blockers.inFlight, blockers.conflict);
   const wallet = await lockWallet(trx, payment.organization_id, payment.environment, now);
   const amounts = refundAmounts(facts, wallet, request.amount);
   await hooks.beforeRecord?.(trx);
@@ -239,7 +240,7 @@ export async function recordSubmitted(
   operation: OperationRow,
   answer: ProviderRefundState,
 ): Promise<RefundRow> {
-  const refund = await recordProviderAnswer(deps, refundId, answer);
+  const refund = await recordProviderAnswer(deps, refundId, answer, 'creation');
   await settleOperation(
     deps.db,
     operation.id,

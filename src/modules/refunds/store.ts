@@ -27,14 +27,27 @@ export async function lockPaymentById(trx: Executor, paymentId: number) {
   return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirstOrThrow();
 }
 
-export async function hasRefundInFlight(db: Executor, paymentId: number): Promise<boolean> {
-  const row = await db
+/**
+ * What stops a new refund of a payment besides its amounts, in one read: a refund in flight, and a refund
+ * whose provider contradicts it (conflict-flag.ts), by its public id.
+ */
+export async function refundBlockers(
+  db: Executor,
+  paymentId: number,
+): Promise<{ inFlight: boolean; conflict: string | null }> {
+  const rows = await db
     .selectFrom('refunds')
-    .select('id')
+    .select(['public_id', 'status', 'provider_conflict'])
     .where('payment_id', '=', paymentId)
-    .where('status', 'in', ['pending', 'processing'])
-    .executeTakeFirst();
-  return row !== undefined;
+    .where((eb) =>
+      eb.or([eb('status', 'in', ['pending', 'processing']), eb('provider_conflict', 'is not', null)]),
+    )
+    .orderBy('id')
+    .execute();
+  return {
+    inFlight: rows.some((row) => row.status === 'pending' || row.status === 'processing'),
+    conflict: rows.find((row) => row.provider_conflict !== null)?.public_id ?? null,
+  };
 }
 
 /** What the provider has refunded of a payment so far (HT basis): the sum over completed refunds. */

@@ -1,9 +1,12 @@
 // Refund sync: the worker loop (every KASSA_SYNC_INTERVAL_MS) and the provider-webhook path both re-read
 // refunds from the provider and record what changed. A pending refund's lost answer is the reconciler's:
-// it reads the refund back by its reference (refundOperationHandlers), never sending it twice.
+// it reads the refund back by its reference (refundOperationHandlers), never sending it twice. The loop
+// reads refunds in flight only; a webhook re-reads whatever refund it names, finished ones too, so a
+// provider that changes its word about one is heard (and flagged: conflict-flag.ts).
 import type { Executor } from '../../db/database.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
 import { operationByKey } from '../../provider/operations/store.ts';
+import { isFinished } from './conflict-flag.ts';
 import type { RefundDeps } from './service.ts';
 import { recordRefundOperation, recordSubmitted, refundOutcome, submitToProvider } from './service.ts';
 import * as store from './store.ts';
@@ -50,8 +53,15 @@ async function submitLegacyPending(deps: RefundDeps, refund: RefundRow): Promise
   return after.status !== refund.status;
 }
 
-/** Re-reads one refund from the provider and records it; true when its status changed. */
+/** Whether recording an answer changed what the refund shows: its status, or its provider conflict. */
+function changed(before: RefundRow, after: RefundRow): boolean {
+  return after.status !== before.status || after.provider_conflict_status !== before.provider_conflict_status;
+}
+
+/** Re-reads one refund from the provider and records it; true when its status (or its conflict) changed. */
 export async function syncRefund(deps: RefundDeps, refund: RefundRow): Promise<boolean> {
+  // A finished refund is only read (never submitted), and only by the provider's id.
+  if (isFinished(refund.status) && !refund.provider_refund_id) return false;
   if (refund.status === 'pending' || !refund.provider_refund_id) return submitLegacyPending(deps, refund);
   const { provider } = await paymentOf(deps.db, refund);
   const state = await deps.providers
@@ -59,8 +69,7 @@ export async function syncRefund(deps: RefundDeps, refund: RefundRow): Promise<b
     .getRefund(refund.provider_refund_id)
     .catch(() => null);
   if (state === null || (state.status === 'processing' && refund.status === 'processing')) return false;
-  const after = await recordProviderAnswer(deps, refund.id, state);
-  return after.status !== refund.status;
+  return changed(refund, await recordProviderAnswer(deps, refund.id, state));
 }
 
 /** Worker step: every processing refund (and pending ones older than operation rows). Returns how many changed. */
@@ -70,9 +79,39 @@ export async function syncRefunds(deps: RefundDeps): Promise<number> {
   return syncEach(deps, refunds);
 }
 
-/** The provider-webhook path: the refunds the provider says changed, by the provider's refund ids. */
+/**
+ * A refund the provider names by an id Kassa does not hold: read from the provider, it is Kassa's when it
+ * carries the reference of a refund of this provider that has no provider id yet (its creation answer was
+ * lost, or the reconciler took it for never made and it arrived after all). True when that changed it.
+ */
+async function syncByReference(deps: RefundDeps, providerName: string, providerRefundId: string) {
+  const state = await deps.providers
+    .named(providerName)
+    .getRefund(providerRefundId)
+    .catch(() => null);
+  if (!state?.reference) return false;
+  const refund = await deps.db
+    .selectFrom('refunds')
+    .innerJoin('payments', 'payments.id', 'refunds.payment_id')
+    .selectAll('refunds')
+    .where('refunds.public_id', '=', state.reference)
+    .where('payments.provider', '=', providerName)
+    .where((eb) =>
+      eb.or([eb('refunds.provider_refund_id', 'is', null), eb('refunds.provider_refund_id', '=', '')]),
+    )
+    .executeTakeFirst();
+  if (!refund) return false;
+  return changed(refund, await recordProviderAnswer(deps, refund.id, state));
+}
+
+/**
+ * The provider-webhook path: the refunds the provider says changed, by the provider's refund ids, whatever
+ * their status (a finished one the provider contradicts is flagged); an id Kassa does not hold is read and
+ * matched by the reference the provider kept.
+ */
 export async function syncRefundsByProviderIds(
   deps: RefundDeps,
+  providerName: string,
   providerRefundIds: string[],
 ): Promise<number> {
   if (providerRefundIds.length === 0) return 0;
@@ -80,9 +119,12 @@ export async function syncRefundsByProviderIds(
     .selectFrom('refunds')
     .selectAll()
     .where('provider_refund_id', 'in', providerRefundIds)
-    .where('status', 'in', ['pending', 'processing'])
     .execute();
-  return syncEach(deps, refunds);
+  const known = new Set(refunds.map((refund) => refund.provider_refund_id));
+  const unknown = providerRefundIds.filter((id) => !known.has(id));
+  let changes = await syncEach(deps, refunds);
+  for (const id of unknown) if (await syncByReference(deps, providerName, id)) changes += 1;
+  return changes;
 }
 
 const refundOperation: OperationHandler = {
@@ -98,11 +140,16 @@ const refundOperation: OperationHandler = {
   },
   /** Never sent: the refund fails and its hold is released; the merchant may refund again. */
   async neverMade(ctx, operation) {
-    await recordProviderAnswer(ctx, operation.subject_id, {
-      providerRefundId: '',
-      status: 'failed',
-      errorMessage: 'The refund never reached the provider; nothing was refunded.',
-    });
+    await recordProviderAnswer(
+      ctx,
+      operation.subject_id,
+      {
+        providerRefundId: '',
+        status: 'failed',
+        errorMessage: 'The refund never reached the provider; nothing was refunded.',
+      },
+      'never_made',
+    );
   },
 };
 

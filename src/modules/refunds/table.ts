@@ -1,8 +1,9 @@
 // Refunds of paid payments, and the email codes that authorise dashboard refunds.
-import type { Generated, Selectable } from 'kysely';
+import type { ColumnType, Generated, Selectable } from 'kysely';
 import type { Environment } from '../api-keys/table.ts';
 
 export type RefundStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'rejected';
+export type ProviderRefundStatus = 'processing' | 'completed' | 'failed';
 
 export interface RefundsTable {
   id: Generated<number>;
@@ -24,6 +25,19 @@ export interface RefundsTable {
   source: string;
   provider_refund_id: string | null;
   error_message: string | null;
+  /**
+   * The provider's word against a finished refund (it completed one Kassa recorded failed, or failed one
+   * Kassa recorded completed), for an operator to settle; null when none is open (conflict-flag.ts).
+   */
+  provider_conflict: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The provider's status against Kassa's: completed, failed, or processing (a refund Kassa failed). */
+  provider_conflict_status: ColumnType<
+    ProviderRefundStatus | null,
+    ProviderRefundStatus | null | undefined,
+    ProviderRefundStatus | null
+  >;
+  /** When Kassa first read that contradiction. */
+  provider_conflict_at: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: string;
   updated_at: string;
 }

@@ -1,12 +1,15 @@
 // Recording what the provider says about a refund: pending → processing → completed | failed.
-// One function for the creation answer, the sync loop and the provider-webhook path. Each transition
-// is a conditional update under the payment's row lock, so it applies once however often it is called.
+// One function for the creation answer, the sync loop, the reconciler and the provider-webhook path. Each
+// transition is a conditional update under the payment's row lock, so it applies once however often it is
+// called. A finished refund never moves again: what the provider says against it is flagged instead
+// (conflict-flag.ts).
 import type { Executor } from '../../db/database.ts';
 import { toBigInt } from '../../lib/money.ts';
 import type { ProviderRefundState } from '../../provider/types.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { debitHold, type HoldSubject, releaseHold } from '../wallet/holds.ts';
 import { lockWallet } from '../wallet/ledger.ts';
+import { isFinished, recordFinishedAnswer } from './conflict-flag.ts';
 import { changePaymentStatus, emitRefundStatusChanged } from './events.ts';
 import type { RefundDeps } from './service.ts';
 import * as store from './store.ts';
@@ -45,11 +48,23 @@ async function failRefund(
   if (payment.status === 'refund_pending') await changePaymentStatus(trx, payment, 'paid', now);
 }
 
-/** Applies the provider's state of one refund; returns the refund as it now stands. */
+/**
+ * Where a state comes from: a read of the provider (sync, webhook, reconciler, operator), the answer to
+ * the creation call, or the reconciler's conclusion that the call never reached the provider.
+ */
+export type AnswerOrigin = 'read' | 'creation' | 'never_made';
+
+/**
+ * Applies the provider's state of one refund; returns the refund as it now stands. Only a read can
+ * contradict a finished refund: a creation answer is older than whatever finished the refund meanwhile
+ * (the provider's webhook, read while the answer was on its way), and "never made" is Kassa's own
+ * conclusion, not the provider's word; either leaves a finished refund as it is.
+ */
 export async function recordProviderAnswer(
   deps: Pick<RefundDeps, 'db' | 'clock'>,
   refundId: number,
   state: ProviderRefundState,
+  origin: AnswerOrigin = 'read',
 ): Promise<RefundRow> {
   const now = deps.clock().toISOString();
   return deps.db.transaction().execute(async (trx) => {
@@ -58,7 +73,10 @@ export async function recordProviderAnswer(
     // Lock order everywhere: payment, then wallet. The refund is re-read under the payment's lock.
     const payment = await store.lockPaymentById(trx, before.payment_id);
     const refund = (await store.getRefund(trx, refundId)) ?? before;
-    if (state.status === 'failed') {
+    if (isFinished(refund.status)) {
+      if (origin !== 'read') return refund;
+      await recordFinishedAnswer(trx, refund, payment, state, now);
+    } else if (state.status === 'failed') {
       await failRefund(trx, refund, payment, state, now);
     } else {
       const moved = await store.transitionRefund(

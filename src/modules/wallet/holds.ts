@@ -39,7 +39,7 @@ export function releaseHold(trx: Executor, wallet: LockedWallet, subject: HoldSu
 
 /** What the wallet's pending payouts hold (USD minor units). Read under the wallet's lock: payouts are
  * created, completed and rejected under it, so the sum cannot change before the caller commits. */
-async function payoutHolds(trx: Executor, wallet: LockedWallet): Promise<bigint> {
+export async function payoutHolds(trx: Executor, wallet: LockedWallet): Promise<bigint> {
   const row = await trx
     .selectFrom('payouts')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('amount'), eb.val(0)).as('held'))

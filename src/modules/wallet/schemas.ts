@@ -21,6 +21,8 @@ export const WalletMovement = Shape({
     'refund_hold',
     'refund_release',
     'refund_debit',
+    'refund_late_debit',
+    'refund_reversal',
     'payout_hold',
     'payout_release',
     'payout_debit',

@@ -39,6 +39,10 @@ export type MovementKind =
   | 'refund_hold'
   | 'refund_release'
   | 'refund_debit'
+  /** A refund failed in Kassa that the provider completed, booked by the operator: no hold left to debit. */
+  | 'refund_late_debit'
+  /** A completed refund the provider failed (the money came back), booked by the operator. */
+  | 'refund_reversal'
   | 'payout_hold'
   | 'payout_release'
   | 'payout_debit';

@@ -170,20 +170,21 @@ export function outcomeOfIntent(intent: Stripe.PaymentIntent): KnownOutcome {
 }
 
 export function refundStateOf(refund: Stripe.Refund): ProviderRefundState {
+  const known = { providerRefundId: refund.id, reference: refund.metadata?.kassa_refund_id ?? null };
   switch (refund.status) {
     case 'succeeded':
-      return { providerRefundId: refund.id, status: 'completed', errorMessage: null };
+      return { ...known, status: 'completed', errorMessage: null };
     case 'failed':
     case 'canceled':
       return {
-        providerRefundId: refund.id,
+        ...known,
         status: 'failed',
         errorMessage: `The refund ${refund.status === 'canceled' ? 'was canceled' : 'failed'} at Stripe${
           refund.failure_reason ? ` (${refund.failure_reason})` : ''
         }.`,
       };
     default:
-      return { providerRefundId: refund.id, status: 'processing', errorMessage: null };
+      return { ...known, status: 'processing', errorMessage: null };
   }
 }
 

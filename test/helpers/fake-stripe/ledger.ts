@@ -446,6 +446,27 @@ export class FakeStripeLedger {
     return refund;
   }
 
+  /**
+   * A succeeded refund that fails afterwards, as Stripe documents can happen (the customer's card account
+   * was closed): the money returns to the balance, the charge's refunded amount goes back down, and
+   * refund.failed, refund.updated and charge.refund.updated are sent.
+   */
+  reverseRefund(id: string) {
+    const refund = this.refund(id);
+    if (refund.status !== 'succeeded') throw invalid(`Refund ${id} is ${refund.status}.`);
+    const paid = this.charges.get(String(refund.charge));
+    refund.status = 'failed';
+    refund.failure_reason = 'lost_or_stolen_card';
+    if (paid) {
+      paid.amount_refunded -= refund.amount;
+      paid.refunded = paid.amount_refunded >= paid.amount;
+    }
+    this.emit('refund.failed', refund);
+    this.emit('refund.updated', refund);
+    this.emit('charge.refund.updated', refund);
+    return refund;
+  }
+
   // ---- Customers and SetupIntents
 
   createCustomer(params: FormObject) {
