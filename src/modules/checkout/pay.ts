@@ -11,7 +11,7 @@ import { toBigInt } from '../../lib/money.ts';
 import { cardBrand, isLuhnValid, normaliseCardNumber } from '../../provider/cards.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
-import type { CardInput, PaymentProvider, PaymentWrite } from '../../provider/types.ts';
+import type { CardInput, PaymentWrite } from '../../provider/types.ts';
 import { lockLinkByUuid } from '../payment-links/store.ts';
 import * as payments from '../payments/store.ts';
 import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
@@ -80,13 +80,23 @@ function assertPayable(session: CheckoutSessionRow, payment: PaymentRow | undefi
   if (attemptInFlight(session, now)) throw new ConflictError(IN_FLIGHT);
 }
 
+/**
+ * Thrown inside the attempt's transaction (rolling it back) when its first statement, the slot claimed by
+ * the checkout's token, cannot decide the attempt alone: no slot (an unknown token, or an attempt in
+ * flight), or a subscription's signup (whose card may be only saved, or whose customer is made at the
+ * provider first, outside any transaction). The caller then reads the checkout first (payAfterReading).
+ */
+class ReadFirst extends Error {}
+
 /** Step 1: checks the checkout can take an attempt, reserves it, opens the payment on the first one, and
- * records the attempt's operation row (kassa-pay-{id}-{n}) before the provider hears of it. */
+ * records the attempt's operation row (kassa-pay-{id}-{n}) before the provider hears of it. The checkout
+ * is named by its token (the hosted step's first statement: no read before it) or by its id (after the
+ * read of payAfterReading, which has made the checks the token's path makes here). `card`: the card, or
+ * its refusal, given after the checkout's own refusals as the reading path gives it. */
 async function reserveAttempt(
   ctx: AppContext,
-  sessionId: number,
-  provider: PaymentProvider,
-  noPaymentSeen: boolean,
+  checkout: { id: number } | { token: string },
+  card: ParsedCard | ValidationError,
 ) {
   const now = ctx.clock();
   const nowIso = now.toISOString();
@@ -94,26 +104,35 @@ async function reserveAttempt(
     const lockUntil = new Date(now.getTime() + ATTEMPT_LOCK_MS).toISOString();
     // The attempt's slot is taken by the statement that locks the session (no attempt in flight is its
     // condition), which also reads the organization's fee for a payment opened here.
-    let claimed = await store.claimAttemptSlot(trx, sessionId, nowIso, lockUntil);
+    let claimed = await store.claimAttemptSlot(trx, checkout, nowIso, lockUntil);
     if (claimed === undefined) {
+      if ('token' in checkout) throw new ReadFirst('no slot claimed by the token');
       // No slot as the statement saw the session: an attempt is in flight, or was a moment ago (on
       // PostgreSQL a row whose version in the statement's snapshot fails the condition is not waited
       // for, even when the transaction that holds it is about to free the slot). Read again under the
       // lock: refused as the checks refuse it (the checkout's state first), else the slot is free now.
-      const locked = await store.lockSession(trx, sessionId);
+      const locked = await store.lockSession(trx, checkout.id);
       assertPayable(locked, await payments.paymentOfCheckout(trx, locked.id), now);
-      claimed = await store.claimAttemptSlot(trx, sessionId, nowIso, lockUntil);
+      claimed = await store.claimAttemptSlot(trx, checkout, nowIso, lockUntil);
       if (claimed === undefined) throw new ConflictError(IN_FLIGHT);
     }
-    const { session, feeBp } = claimed;
+    const { session, feeBp, paymentSeen } = claimed;
+    const provider = ctx.providers.forEnvironment(session.environment);
     // The payment as it stood before this transaction, read after the lock in its own statement: on
     // PostgreSQL a locking statement that waited for another attempt's commit sees the latest version of
     // the rows it locks only, so a payment joined into it would be as it stood before that attempt
-    // (still processing when it had just been paid or failed). When the token's read found none (a first
-    // attempt, most likely) it is not read: the payment is opened at once, and an insert that finds one
-    // opened meanwhile by another attempt writes nothing (one payment per checkout, a unique column), and
-    // the payment is read then. A refusal below rolls the slot and an opened payment back together.
-    let payment = noPaymentSeen ? undefined : await payments.paymentOfCheckout(trx, session.id);
+    // (still processing when it had just been paid or failed). When the claim saw none (a first attempt,
+    // most likely) it is not read: the payment is opened at once, and an insert that finds one opened
+    // meanwhile by another attempt writes nothing (one payment per checkout, a unique column), and the
+    // payment is read then. A refusal below rolls the slot and an opened payment back together.
+    let payment = paymentSeen ? await payments.paymentOfCheckout(trx, session.id) : undefined;
+    if ('token' in checkout) {
+      // What payAfterReading checks before its transaction, in its order.
+      if (session.subscription_plan_id !== null) throw new ReadFirst('a signup');
+      if (!provider.cardForm) throw new ValidationError(CARD_FORM_ONLY);
+      assertOpenForAttempt(session, payment, now);
+    }
+    if (card instanceof ValidationError) throw card;
     let opened: PaymentRow | undefined;
     let checkedAt = now;
     if (payment === undefined) {
@@ -149,7 +168,7 @@ async function reserveAttempt(
       nowIso,
       ctx.config.reconcileScheduleMs,
     );
-    return { session, payment, operation };
+    return { session, payment, operation, provider, card };
   });
 }
 
@@ -157,19 +176,48 @@ async function reserveAttempt(
 const CARD_FORM_ONLY =
   "card_number: this checkout's card is entered in the payment provider's form; card details are not accepted here.";
 
-export async function payCheckout(ctx: AppContext, token: string, input: PayInput) {
+/** The card, or its refusal (a ValidationError), to be given after the checkout's own refusals. */
+function cardOrRefusal(input: PayInput): ParsedCard | ValidationError {
+  try {
+    return parseCard(input);
+  } catch (error) {
+    if (error instanceof ValidationError) return error;
+    throw error;
+  }
+}
+
+/**
+ * The attempt after a read of the checkout by its token (the path of a signup, an unknown token, and an
+ * attempt in flight): the refusals in their order (404; a provider with its own form; the checkout's
+ * state; the card), a signup's card saved or its customer made, then the attempt reserved by id.
+ */
+async function payAfterReading(ctx: AppContext, token: string, card: ParsedCard | ValidationError) {
   const { session: found, payment: before } = await findSessionAndPaymentByToken(ctx, token);
   const provider = ctx.providers.forEnvironment(found.environment);
   if (!provider.cardForm) throw new ValidationError(CARD_FORM_ONLY);
   assertPayable(found, before, ctx.clock());
-  const card = parseCard(input);
+  if (card instanceof ValidationError) throw card;
   // A signup checkout saves the card on the subscription's customer: with a trial it is only saved.
-  let saveCardFor: string | null = null;
-  if (found.subscription_plan_id !== null) {
-    if (await savesCardOnly(ctx.db, found)) return saveTrialCard(ctx, found, card);
-    saveCardFor = await signupCustomer(ctx, found);
+  if (found.subscription_plan_id === null)
+    return { saveCardFor: null, ...(await reserveAttempt(ctx, found, card)) };
+  if (await savesCardOnly(ctx.db, found))
+    return { savedOnly: await saveTrialCard(ctx, found, card), saveCardFor: null, session: null };
+  const saveCardFor = await signupCustomer(ctx, found);
+  return { saveCardFor, ...(await reserveAttempt(ctx, found, card)) };
+}
+
+export async function payCheckout(ctx: AppContext, token: string, input: PayInput) {
+  const parsed = cardOrRefusal(input);
+  // Most attempts: the slot claimed by the checkout's token is the attempt's first statement.
+  let reserved: Awaited<ReturnType<typeof payAfterReading>>;
+  try {
+    reserved = { saveCardFor: null, ...(await reserveAttempt(ctx, { token }, parsed)) };
+  } catch (error) {
+    if (!(error instanceof ReadFirst)) throw error;
+    reserved = await payAfterReading(ctx, token, parsed);
   }
-  const { session, payment, operation } = await reserveAttempt(ctx, found.id, provider, before === undefined);
+  if (reserved.session === null) return reserved.savedOnly;
+  const { session, payment, operation, provider, card, saveCardFor } = reserved;
   const call = await callProvider(ctx.config, operation, () =>
     provider.chargeCard({
       idempotencyKey: operation.idempotency_key,

@@ -77,36 +77,49 @@ export function lockSession(trx: Executor, id: number): Promise<CheckoutSessionR
  * Takes a checkout's card-attempt slot: sets attempt_locked_until to `until` unless an attempt is in
  * flight at `now`, and returns the session as it now stands (locked for the rest of the transaction on
  * PostgreSQL, as lockSession) with its organization's fee in basis points, which a card attempt that
- * opens the checkout's payment fixes. Undefined when an attempt is in flight. Both times are ISO
- * strings of the same form as the column's, so the text comparison is the time comparison. On
- * PostgreSQL the fee is as of the statement's start: when the update waited for the session's lock
- * (another transaction on the same checkout), a fee change committed during that wait applies from
- * the organization's next payment, as for any payment opened at the moment of the change.
+ * opens the checkout's payment fixes, and whether the statement saw the checkout's payment. Undefined
+ * when an attempt is in flight, or no checkout has that id or token. The checkout is named by its id or,
+ * for the hosted step's first statement, by its token (the SHA-256 of it, as findByTokenWithPayment).
+ * Both times are ISO strings of the same form as the column's, so the text comparison is the time
+ * comparison. On PostgreSQL the fee and the payment are as of the statement's start: when the update
+ * waited for the session's lock (another transaction on the same checkout), a fee change committed
+ * during that wait applies from the organization's next payment, as for any payment opened at the moment
+ * of the change; and a payment opened meanwhile is not seen (a payment, once opened, is never removed: a
+ * payment seen exists, one not seen may exist, which the caller's insert finds, openPaymentUnlessOpen).
  */
 export async function claimAttemptSlot(
   trx: Executor,
-  id: number,
+  checkout: { id: number } | { token: string },
   now: string,
   until: string,
-): Promise<{ session: CheckoutSessionRow; feeBp: number } | undefined> {
+): Promise<{ session: CheckoutSessionRow; feeBp: number; paymentSeen: boolean } | undefined> {
+  if ('token' in checkout && !TOKEN.test(checkout.token)) return undefined;
   const row = await trx
     .updateTable('checkout_sessions')
     .set({ attempt_locked_until: until })
-    .where('checkout_sessions.id', '=', id)
+    .$if('id' in checkout, (qb) => qb.where('checkout_sessions.id', '=', (checkout as { id: number }).id))
+    .$if('token' in checkout, (qb) =>
+      qb.where('checkout_sessions.token_hash', '=', sha256Hex((checkout as { token: string }).token)),
+    )
     .where((eb) => eb.or([eb('attempt_locked_until', 'is', null), eb('attempt_locked_until', '<=', now)]))
     .returningAll()
-    .returning((eb) =>
+    .returning((eb) => [
       eb
         .selectFrom('organizations')
         .select('organizations.fee_bp')
         .whereRef('organizations.id', '=', 'checkout_sessions.organization_id')
         .as('organization_fee_bp'),
-    )
+      eb
+        .selectFrom('payments')
+        .select('payments.id')
+        .whereRef('payments.checkout_session_id', '=', 'checkout_sessions.id')
+        .as('seen_payment_id'),
+    ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const { organization_fee_bp: feeBp, ...session } = row;
+  const { organization_fee_bp: feeBp, seen_payment_id: seenPaymentId, ...session } = row;
   if (feeBp === null) throw new Error(`Organization ${session.organization_id} does not exist.`);
-  return { session, feeBp };
+  return { session, feeBp, paymentSeen: seenPaymentId !== null };
 }
 
 /** Every column of a session but its id, in the order of the prepared insert. */
