@@ -35,7 +35,7 @@ describe('the docs site', () => {
     const names = readdirSync(DOCS)
       .filter((file) => file.endsWith('.md'))
       .map((file) => file.replace(/\.md$/, ''));
-    const pages = ['/docs', ...[...names, 'readme', 'sdk'].map((name) => `/docs/${name}`)];
+    const pages = ['/docs', ...[...names, 'readme', 'sdk', 'sdk-changelog'].map((name) => `/docs/${name}`)];
     const bodies = new Map<string, string>();
     for (const path of pages) {
       const { response, text } = await page(path);

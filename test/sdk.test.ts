@@ -333,6 +333,22 @@ describe(`the SDK against a real server (${DB_KIND})`, () => {
       );
     });
 
+    test("a wrong secret's refusal says which secrets verify: the newest, and during a rotation's overlap the previous one too, in webhook-signature only", () => {
+      const stranger = `whsec_${randomBytes(32).toString('base64')}`;
+      assert.throws(
+        () => verifyWebhook(body, referenceHeaders(body), stranger),
+        refused(
+          /^webhook-signature does not match: check the secret \(after a rotation the newest one verifies, and the previous one too until the overlap the rotation asked for ends\)/,
+        ),
+      );
+      assert.throws(
+        () => verifyWebhook(body, signWebhook(body, secret), stranger),
+        refused(
+          /^Signature does not match: check the secret \(X-Webhook-Signature is signed with the newest secret only, also during a rotation's overlap, when only webhook-signature carries the previous secret's\)/,
+        ),
+      );
+    });
+
     test('refuses a tampered body, a changed id or timestamp, and the wrong secret, as the library does', () => {
       const headers = referenceHeaders(body);
       const cases: [string, Record<string, string>, string][] = [

@@ -4,7 +4,10 @@
 //     with the whole secret string's UTF-8 bytes (with `X-Webhook-Timestamp`, unsigned);
 //   - Standard Webhooks, `webhook-signature: v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`,
 //     keyed with the base64-decoded part of the secret after `whsec_`. The timestamp is signed, so a
-//     replay of an old delivery is refused by the tolerance.
+//     replay of an old delivery is refused by the tolerance. During the overlap a secret rotation may
+//     ask for (`previous_secret_expires_in`, up to 7 days), the header lists a second entry signed
+//     with the secret the rotation replaced, so either secret verifies it; X-Webhook-Signature stays
+//     the newest secret's alone.
 // Given headers, verifyWebhook requires the Standard Webhooks signature: falling back to the body-only
 // signature would let anyone who captured one delivery replay it with a fresh, unsigned
 // X-Webhook-Timestamp and a new X-Webhook-Delivery-Id. The body-only check stays available, on
@@ -83,7 +86,8 @@ function standardKey(secret: string): Buffer {
 
 /**
  * The interface's signature: `sha256=<hex>` over the body, keyed with the secret string. It covers the
- * body only, so it cannot tell a replay from a delivery; prefer verifyWebhook with the headers.
+ * body only, so it cannot tell a replay from a delivery; prefer verifyWebhook with the headers. It is
+ * always the newest secret's, even during a rotation's overlap.
  */
 export function verifyInterfaceSignature(body: Buffer, signature: string | undefined, secret: string): void {
   if (!signature) fail('Missing X-Webhook-Signature header.');
@@ -92,12 +96,17 @@ export function verifyInterfaceSignature(body: Buffer, signature: string | undef
   const expected = createHmac('sha256', secret).update(body).digest();
   if (!sameBytes(Buffer.from(match[1], 'hex'), expected)) {
     fail(
-      'Signature does not match: check the secret (only the newest one verifies after rotation) and that the body is unmodified.',
+      'Signature does not match: check the secret (X-Webhook-Signature is signed with the newest secret only, ' +
+        "also during a rotation's overlap, when only webhook-signature carries the previous secret's) and that " +
+        'the body is unmodified.',
     );
   }
 }
 
-/** Standard Webhooks: any `v1,<base64>` of the space-separated list over "{id}.{timestamp}.{body}". */
+/**
+ * Standard Webhooks: any `v1,<base64>` of the space-separated list over "{id}.{timestamp}.{body}" (two
+ * entries during a rotation's overlap: the newest secret's and the previous one's).
+ */
 export function verifyStandardSignature(
   body: Buffer,
   headers: WebhookHeaders,
@@ -121,7 +130,8 @@ export function verifyStandardSignature(
     .some((entry) => sameBytes(Buffer.from(entry.slice(3), 'base64'), expected));
   if (!matches) {
     fail(
-      'webhook-signature does not match: check the secret (only the newest one verifies after rotation) and that the body is unmodified.',
+      'webhook-signature does not match: check the secret (after a rotation the newest one verifies, and the ' +
+        'previous one too until the overlap the rotation asked for ends) and that the body is unmodified.',
     );
   }
 }
@@ -137,6 +147,8 @@ export function verifyStandardSignature(
  * Given the X-Webhook-Signature value itself instead of the headers, it checks that body-only
  * signature and nothing else: no replay protection (the timestamp only when `options.timestamp` and
  * `options.toleranceSeconds` are given, and that header is unsigned). Deduplicate on the delivery id.
+ * After a secret rotation that asked for an overlap, the headers form accepts the previous secret too
+ * until the overlap ends; the string form accepts only the newest.
  */
 export function verifyWebhook(
   rawBody: string | Uint8Array,

@@ -118,15 +118,18 @@ describe('the packed @kassa/sdk, installed into a fresh directory', () => {
     rmSync(work, { recursive: true, force: true });
   });
 
-  test('the tarball holds the compiled ESM, the .d.ts files, the README and package.json, nothing else', async () => {
+  test('the tarball holds the compiled ESM, the .d.ts files, the README, the CHANGELOG and package.json, nothing else', async () => {
     const listing = await shOk(`tar tzf "${tarball}"`, { cwd: work });
     const files = listing.trim().split('\n').sort();
     assert.ok(files.includes('package/dist/index.js'));
     assert.ok(files.includes('package/dist/index.d.ts'));
     assert.ok(files.includes('package/README.md'));
+    assert.ok(files.includes('package/CHANGELOG.md'));
     assert.ok(files.includes('package/package.json'));
     assert.deepEqual(
-      files.filter((file) => !/^package\/(dist\/\w+\.(js|d\.ts)|README\.md|package\.json)$/.test(file)),
+      files.filter(
+        (file) => !/^package\/(dist\/\w+\.(js|d\.ts)|README\.md|CHANGELOG\.md|package\.json)$/.test(file),
+      ),
       [],
     );
     const index = await shOk(`tar xzf "${tarball}" -O package/dist/client.js`, { cwd: work });

@@ -1,6 +1,6 @@
-// The guides the docs site serves: docs/*.md, the README and the SDK's README, rendered once per
-// process. Relative links between them become site paths (/docs/<name>#anchor), so a reader of the
-// site never follows a link to a file the site does not serve.
+// The guides the docs site serves: docs/*.md, the README, and the SDK's README and CHANGELOG, rendered
+// once per process. Relative links between them become site paths (/docs/<name>#anchor), so a reader
+// of the site never follows a link to a file the site does not serve.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +23,7 @@ const ORDER = [
   'quickstart',
   'readme',
   'sdk',
+  'sdk-changelog',
   'checkout-and-payments',
   'webhooks',
   'wallet-refunds-payouts',
@@ -40,6 +41,7 @@ function sources(): { name: string; source: string }[] {
   const extra = [
     { name: 'readme', source: 'README.md' },
     { name: 'sdk', source: 'sdk/README.md' },
+    { name: 'sdk-changelog', source: 'sdk/CHANGELOG.md' },
   ].filter((entry) => existsSync(join(REPO_ROOT, entry.source)));
   const rank = (name: string) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
   return [...docs, ...extra].sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name));

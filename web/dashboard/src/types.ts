@@ -201,6 +201,10 @@ export interface ApiKey {
 export interface WebhookConfig {
   endpoint_url: string | null;
   secret_preview?: string | null;
+  /** Until then the secret the last rotation replaced also signs webhook-signature; null when it does not. */
+  previous_secret_expires_at?: string | null;
+  /** Why nothing can be delivered to endpoint_url until it is set again; null when deliveries are sent. */
+  endpoint_problem?: string | null;
   raw_secret?: string;
   [field: string]: unknown;
 }

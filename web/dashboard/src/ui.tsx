@@ -336,17 +336,19 @@ export function CurrencyField({ value, any = false }: { value: string; any?: boo
   return <SelectField label="Currency" name="currency" value={value} choices={CURRENCIES} any={any} />;
 }
 
-/** Segmented radio buttons (uncontrolled), `value` checked at first. */
+/** Segmented radio buttons (uncontrolled), `value` checked at first; `onChange` is told each choice. */
 export function RadioGroup({
   legend,
   name,
   value,
   choices,
+  onChange,
 }: {
   legend: string;
   name: string;
   value: string;
   choices: readonly Choice[];
+  onChange?: (value: string) => void;
 }) {
   return (
     <fieldset className="segmented">
@@ -355,7 +357,13 @@ export function RadioGroup({
         const [optionValue, optionLabel] = choiceOf(choice);
         return (
           <label key={optionValue}>
-            <input type="radio" name={name} value={optionValue} defaultChecked={optionValue === value} />
+            <input
+              type="radio"
+              name={name}
+              value={optionValue}
+              defaultChecked={optionValue === value}
+              onChange={onChange ? () => onChange(optionValue) : undefined}
+            />
             <span>{optionLabel}</span>
           </label>
         );

@@ -1,24 +1,24 @@
-// Developers: API keys, the webhook endpoint, the delivery log and the test receiver's inbox.
+// Developers: API keys, the webhook endpoint (webhook-settings.tsx), the delivery log and the test
+// receiver's inbox (webhook-logs.tsx).
 import { type FormEvent, useState } from 'react';
 import { api, asPage, type Page } from '../api.ts';
 import { dateTime, titleCase } from '../format.ts';
 import { useAction, useApi, useTitle } from '../hooks.ts';
 import { Link } from '../router.tsx';
-import type { ApiKey, Session, WebhookConfig } from '../types.ts';
+import type { ApiKey, Session } from '../types.ts';
 import {
   ConfirmButton,
   DataTable,
   Empty,
-  FormError,
   FormFooter,
   OneTimeSecret,
   PageHeader,
   RadioGroup,
   ResourceState,
   StatusBadge,
-  Success,
 } from '../ui.tsx';
 import { DeliveriesTab, ReceiverTab } from './webhook-logs.tsx';
+import { receiverUrl, WebhookTab } from './webhook-settings.tsx';
 
 const SCOPES: [string, string][] = [
   ['checkout:create', 'Create checkouts'],
@@ -39,10 +39,6 @@ const TABS: [string, string][] = [
   ['deliveries', 'Deliveries'],
   ['receiver', 'Test receiver'],
 ];
-
-export function receiverUrl(session: Session): string {
-  return `${window.location.origin}/api/v1/webhooks/${session.organization.slug}/`;
-}
 
 function KeyRow({
   apiKey,
@@ -189,154 +185,6 @@ function KeysTab() {
           <FormFooter state={create} label="Create key" pendingLabel="Creating…" />
         </form>
       </section>
-    </>
-  );
-}
-
-function WebhookTab({ session }: { session: Session }) {
-  const config = useApi<WebhookConfig>('/organization/webhook/');
-  const [url, setUrl] = useState<string | null>(null);
-  const [secret, setSecret] = useState<string | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
-  const save = useAction((endpoint: string) =>
-    api.put<WebhookConfig>('/organization/webhook/', { endpoint_url: endpoint }),
-  );
-  const test = useAction(() => api.post<{ delivery_id?: string }>('/organization/webhook/test/'));
-  const resend = useAction((transaction: string) =>
-    api.post<{ delivery_id?: string; transaction_id?: string }>(
-      '/organization/webhook/test-transaction/',
-      transaction ? { transaction_id: transaction } : {},
-    ),
-  );
-  const data = config.data;
-  const current = url ?? data?.endpoint_url ?? '';
-  const receiver = receiverUrl(session);
-
-  async function submit(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault();
-    const saved = await save.run(current.trim());
-    if (saved) {
-      if (saved.raw_secret) setSecret(saved.raw_secret);
-      setNotice('The webhook endpoint was saved.');
-      setUrl(null);
-      config.reload();
-    }
-  }
-
-  return (
-    <>
-      {secret ? (
-        <OneTimeSecret
-          title="Your webhook signing secret."
-          value={secret}
-          onDismiss={() => setSecret(null)}
-        />
-      ) : null}
-      {notice ? <Success>{notice}</Success> : null}
-      <ResourceState resource={config} what="the webhook settings" />
-      {data ? (
-        <>
-          <section className="card" aria-labelledby="endpoint-heading">
-            <h2 id="endpoint-heading">Endpoint</h2>
-            <p className="muted">
-              Kassa POSTs signed JSON events here (<code>X-Webhook-Signature: sha256=…</code>, HMAC-SHA256 of
-              the raw body with your secret).
-            </p>
-            <form className="stack" onSubmit={submit}>
-              <label className="field">
-                <span>Endpoint URL</span>
-                <input
-                  name="endpoint_url"
-                  type="url"
-                  required
-                  maxLength={2048}
-                  placeholder="https://example.com/webhooks/kassa"
-                  value={current}
-                  onChange={(event) => setUrl(event.target.value)}
-                />
-              </label>
-              <p className="small">
-                Trying it out?{' '}
-                <button type="button" className="link-button" onClick={() => setUrl(receiver)}>
-                  Use the built-in test receiver
-                </button>{' '}
-                and watch requests arrive under <Link to="developers/receiver">Test receiver</Link>.
-              </p>
-              <FormFooter state={save} label="Save endpoint" pendingLabel="Saving…" />
-            </form>
-          </section>
-          <section className="card" aria-labelledby="secret-heading">
-            <h2 id="secret-heading">Signing secret</h2>
-            {data.secret_preview ? (
-              <p>
-                Current secret: <code>{data.secret_preview}</code>
-              </p>
-            ) : (
-              <p className="muted">The secret is created when you first save an endpoint.</p>
-            )}
-            {data.endpoint_url ? (
-              <ConfirmButton
-                label="Rotate secret"
-                className="button secondary"
-                title="Rotate the signing secret?"
-                message={
-                  <p>Only the new secret verifies deliveries from now on. Update your receiver right away.</p>
-                }
-                confirmLabel="Rotate secret"
-                onConfirm={async () => {
-                  const rotated = await api.post<WebhookConfig>('/organization/webhook/rotate/');
-                  if (rotated.raw_secret) setSecret(rotated.raw_secret);
-                  config.reload();
-                }}
-              />
-            ) : null}
-          </section>
-          <section className="card" aria-labelledby="test-heading">
-            <h2 id="test-heading">Send a test</h2>
-            <div className="actions">
-              <button
-                type="button"
-                className="button secondary"
-                disabled={test.pending || !data.endpoint_url}
-                onClick={async () => {
-                  const sent = await test.run();
-                  if (sent) setNotice('A webhook.test event was queued. Follow it under Deliveries.');
-                }}
-              >
-                {test.pending ? 'Sending…' : 'Send webhook.test'}
-              </button>
-            </div>
-            <FormError message={test.error} />
-            <form
-              className="row align-end"
-              onSubmit={async (event) => {
-                event.preventDefault();
-                const form = new FormData(event.currentTarget);
-                const sent = await resend.run(String(form.get('transaction_id') ?? '').trim());
-                if (sent) {
-                  setNotice(
-                    `transaction.status_changed${sent.transaction_id ? ` for ${sent.transaction_id}` : ''} was queued.`,
-                  );
-                }
-              }}
-            >
-              <label className="field grow">
-                <span>Payment ID (empty: the latest payment)</span>
-                <input name="transaction_id" className="mono" placeholder="TX…" />
-              </label>
-              <button
-                type="submit"
-                className="button secondary"
-                disabled={resend.pending || !data.endpoint_url}
-              >
-                {resend.pending ? 'Sending…' : 'Resend payment event'}
-              </button>
-            </form>
-            <FormError message={resend.error} />
-            {!data.endpoint_url ? <p className="muted small">Save an endpoint first.</p> : null}
-          </section>
-        </>
-      ) : null}
     </>
   );
 }
