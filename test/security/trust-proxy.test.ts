@@ -1,11 +1,12 @@
 // #14 finding 6: KASSA_TRUST_PROXY=true trusted any X-Forwarded-For, so a client could name any address
 // and slip every per-address limit. It is now a hop count or a list of proxy addresses; `true` is
-// refused at start.
+// refused at start. Per-address limits count an IPv6 client by its /64 (src/http/client-network.ts): one
+// line's 2^64 addresses are one client.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { call, startTestServer, type TestServer, testEnv } from '../helpers/server.ts';
+import { call, createTestMerchant, startTestServer, type TestServer, testEnv } from '../helpers/server.ts';
 
 const UNKNOWN_LINK = '/api/payment-links/public/00000000-0000-4000-8000-000000000000/';
 
@@ -78,5 +79,40 @@ describe('security #6: proxy trust', () => {
       assert.throws(() => loadConfig(env), /KASSA_TRUST_PROXY/, bad);
       await cleanup();
     }
+  });
+
+  test('behind a proxy, IPv6 clients count by their /64: rotating the last 64 bits starts no fresh count', async () => {
+    const server = await startTestServer({
+      worker: false,
+      env: { KASSA_TRUST_PROXY: '1', KASSA_RATE_LIMIT_PUBLIC: '3', KASSA_RATE_LIMIT_LOGIN_FAILURES: '3' },
+    });
+    servers.push(server);
+    const from = (address: string) => ({ headers: { 'x-forwarded-for': address } });
+    const previews: number[] = [];
+    for (let i = 1; i <= 5; i++) {
+      previews.push((await call(server, 'GET', UNKNOWN_LINK, from(`2001:db8:7:7:${i}::${i}`))).status);
+    }
+    assert.deepEqual(previews, [404, 404, 404, 429, 429]);
+    assert.equal(
+      (await call(server, 'GET', UNKNOWN_LINK, from('2001:db8:7:8::1'))).status,
+      404,
+      'the next /64',
+    );
+
+    const shop = await createTestMerchant(server, 'IPv6 Shop');
+    const logins: number[] = [];
+    for (let i = 1; i <= 4; i++) {
+      const body = { email: shop.email, password: `wrong ${i}` };
+      logins.push(
+        (await call(server, 'POST', '/api/auth/login/', { body, ...from(`2001:db8:5:5::${i}`) })).status,
+      );
+    }
+    assert.deepEqual(logins, [401, 401, 401, 429]);
+    const elsewhere = { email: shop.email, password: shop.password };
+    const right = await call(server, 'POST', '/api/auth/login/', {
+      body: elsewhere,
+      ...from('2001:db8:5:6::1'),
+    });
+    assert.equal(right.status, 200, 'another /64 has its own count');
   });
 });

@@ -18,6 +18,7 @@ import { createHmac } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
+import { clientNetwork } from '../../http/client-network.ts';
 import { RateLimitedError } from '../../http/errors.ts';
 import { type LimitState, rateLimitHeaders } from '../../http/rate-limit.ts';
 import { keyObject } from '../../lib/crypto.ts';
@@ -42,7 +43,8 @@ interface Claim {
 
 /** The row's key: an HMAC, so the table holds no email (an unknown one may be a mistyped password). */
 function keyHash(ctx: AppContext, scope: Scope, email: string, address: string): string {
-  const subject = scope === 'account' ? email : scope === 'address' ? address : `${email}\n${address}`;
+  const network = clientNetwork(address);
+  const subject = scope === 'account' ? email : scope === 'address' ? network : `${email}\n${network}`;
   return createHmac('sha256', keyObject(ctx.config.secretKey))
     .update(`login-failures\n${scope}\n${subject}`)
     .digest('hex');

@@ -2,6 +2,8 @@
 // counted check is bounded as a whole, from its count to its hash, the same way (lib/crypto.ts
 // passwordChecks). A refusal is answered at once: 429 when this address already has its share of
 // password checks in line, 503 when the line is full for everyone; both with Retry-After.
+
+import { clientNetwork } from '../../http/client-network.ts';
 import { DomainError, ValidationError } from '../../http/errors.ts';
 import { DUMMY_PASSWORD_HASH, hashPassword, passwordChecks, verifyPassword } from '../../lib/crypto.ts';
 import { HashQueueFullError } from '../../lib/hash-queue.ts';
@@ -29,7 +31,7 @@ function queueRefusal(error: unknown): unknown {
 /** Runs a whole password check (its count, then its hash) as one of the address's checks in progress. */
 export async function inPasswordCheckLine<T>(address: string, check: () => Promise<T>): Promise<T> {
   try {
-    return await passwordChecks.run(address, check);
+    return await passwordChecks.run(clientNetwork(address), check);
   } catch (error) {
     throw queueRefusal(error);
   }
@@ -42,7 +44,11 @@ export async function passwordMatches(
   address: string | null,
 ): Promise<boolean> {
   try {
-    const valid = await verifyPassword(password, passwordHash ?? DUMMY_PASSWORD_HASH, address);
+    const valid = await verifyPassword(
+      password,
+      passwordHash ?? DUMMY_PASSWORD_HASH,
+      address && clientNetwork(address),
+    );
     return valid && passwordHash !== undefined;
   } catch (error) {
     throw queueRefusal(error);
@@ -62,7 +68,7 @@ export async function newPasswordHash(
     throw new ValidationError(`${field}: must be at most ${MAX_PASSWORD_LENGTH} characters.`);
   }
   try {
-    return await hashPassword(password, address);
+    return await hashPassword(password, address && clientNetwork(address));
   } catch (error) {
     throw queueRefusal(error);
   }

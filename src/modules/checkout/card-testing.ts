@@ -9,6 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
+import { clientNetwork } from '../../http/client-network.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
 import { movePayment } from '../payments/transitions.ts';
@@ -58,12 +59,12 @@ function declineLimiter(ctx: AppContext): FixedWindowLimiter {
 export function assertAddressMayPay(ctx: AppContext, request: FastifyRequest, reply: FastifyReply): void {
   applyRateLimit(
     reply,
-    declineLimiter(ctx).peek(request.ip),
+    declineLimiter(ctx).peek(clientNetwork(request.ip)),
     'Too many declined card attempts from this address. Try again later.',
   );
 }
 
 /** After an attempt: a decline counts against the address. */
 export function countDecline(ctx: AppContext, request: FastifyRequest, status: string | undefined): void {
-  if (status !== undefined && isDecline(status)) declineLimiter(ctx).hit(request.ip);
+  if (status !== undefined && isDecline(status)) declineLimiter(ctx).hit(clientNetwork(request.ip));
 }

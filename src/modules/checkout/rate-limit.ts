@@ -6,6 +6,7 @@
 // public caller, and cannot create a window per guess.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { clientNetwork } from '../../http/client-network.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 
 interface PublicLimiters {
@@ -37,11 +38,12 @@ export function limitPublicCaller(
   scope = '',
 ): void {
   const { calls, unknownTokens } = limitersOf(ctx);
-  if (scope) applyRateLimit(reply, unknownTokens.peek(request.ip), DETAIL);
-  applyRateLimit(reply, calls.hit(scope ? `${request.ip}|${scope}` : request.ip), DETAIL);
+  const network = clientNetwork(request.ip);
+  if (scope) applyRateLimit(reply, unknownTokens.peek(network), DETAIL);
+  applyRateLimit(reply, calls.hit(scope ? `${network}|${scope}` : network), DETAIL);
 }
 
 /** Counts a request that named no checkout (answered 404) against its address. */
 export function countUnknownToken(ctx: AppContext, request: FastifyRequest): void {
-  limitersOf(ctx).unknownTokens.hit(request.ip);
+  limitersOf(ctx).unknownTokens.hit(clientNetwork(request.ip));
 }

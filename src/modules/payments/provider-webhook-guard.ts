@@ -3,6 +3,7 @@
 // from KASSA_SECRET_KEY. The id cap (MAX_WEBHOOK_IDS) is applied once the body is parsed (sync.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
+import { clientNetwork } from '../../http/client-network.ts';
 import { ValidationError } from '../../http/errors.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import { SIGNATURE_HEADER, simulatorSignatureProblem } from '../../provider/simulator/webhook-signature.ts';
@@ -20,7 +21,11 @@ export function limitProviderWebhook(ctx: AppContext, request: FastifyRequest, r
     limiter = new FixedWindowLimiter(publicPerWindow, publicWindowMs, ctx.clock);
     limiters.set(ctx, limiter);
   }
-  applyRateLimit(reply, limiter.hit(request.ip), 'Too many requests from this address. Try again later.');
+  applyRateLimit(
+    reply,
+    limiter.hit(clientNetwork(request.ip)),
+    'Too many requests from this address. Try again later.',
+  );
 }
 
 /** preHandler: the simulator's calls must carry a valid Kassa-Signature over the raw body. */

@@ -2,6 +2,7 @@
 // POST /api/v1/webhooks/{slug}/.
 import type { FastifyRequest } from 'fastify';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
+import { clientNetwork } from '../../http/client-network.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
@@ -97,7 +98,7 @@ async function receiverRoutes(app: App, { ctx }: RouteOptions) {
   const limits = ctx.config.rateLimits;
   const limiter = new FixedWindowLimiter(limits.publicPerWindow, limits.publicWindowMs, ctx.clock);
   app.addHook('onRequest', async (request, reply) => {
-    applyRateLimit(reply, limiter.hit(request.ip), 'Too many requests. Try again later.');
+    applyRateLimit(reply, limiter.hit(clientNetwork(request.ip)), 'Too many requests. Try again later.');
   });
   // Any content type, kept as the exact bytes received.
   app.removeAllContentTypeParsers();
