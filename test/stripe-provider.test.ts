@@ -1,7 +1,8 @@
 // The Stripe connector through contract v2, against the fake Stripe: Kassa's idempotency keys on every
 // write (a replay is one object; other parameters under a key are refused), customers and saved cards
 // (SetupIntents confirmed in the Element), off-session charges as a renewal makes them, their
-// authentication_required and saved-but-declined answers, and the faults: a 500 before or after the
+// authentication_required and saved-but-declined answers, a confirm refused (the PaymentIntent in the
+// wrong state) answered with the PaymentIntent as it stands, and the faults: a 500 before or after the
 // charge is recorded (the SDK's retry under the same key finds the first), and a timeout after it (the
 // outcome is unknown; the charge is found by reference, never made twice).
 import assert from 'node:assert/strict';
@@ -182,6 +183,57 @@ describe(`the Stripe connector against the fake Stripe (${DB_KIND})`, () => {
     assert.equal(retry.outcome.status, 'failed');
     assert.equal(retry.payment?.providerPaymentId, first.payment?.providerPaymentId);
     assert.equal(retry.payment?.attempts.length, 2);
+  });
+
+  test('a confirm Stripe refuses (the PaymentIntent in the wrong state) comes back with the PaymentIntent as it stands: succeeded, processing or canceled', async () => {
+    const refusal = (outcome: unknown) => {
+      const failed = outcome as { status: string; code?: string; providerError?: boolean };
+      return [failed.status, failed.code, failed.providerError];
+    };
+    const paid = await customerWithCard('pm_card_visa');
+    const method = paid.setup?.savedCard?.paymentMethodId as string;
+    const charged = await renew(paid.customerId, method, paid.reference, 1);
+    assert.deepEqual(charged.outcome, { status: 'succeeded' });
+    const intent = charged.payment?.providerPaymentId ?? null;
+    const again = await renew(paid.customerId, method, paid.reference, 2, intent);
+    assert.deepEqual(refusal(again.outcome), ['failed', 'payment_intent_unexpected_state', undefined]);
+    assert.match(
+      (again.outcome as { message: string }).message,
+      /You cannot confirm this PaymentIntent because it has already succeeded/,
+    );
+    assert.deepEqual([again.payment?.providerPaymentId, again.payment?.outcome], [intent, 'PAYMENT_SUCCESS']);
+    assert.equal(fake.ledger.chargesOf(intent ?? '').length, 1, 'no second charge');
+
+    const slow = await customerWithCard('pm_fake_processing');
+    const slowMethod = slow.setup?.savedCard?.paymentMethodId as string;
+    const pending = await renew(slow.customerId, slowMethod, slow.reference, 1);
+    assert.deepEqual(pending.outcome, { status: 'pending' });
+    const whilePending = await renew(
+      slow.customerId,
+      slowMethod,
+      slow.reference,
+      2,
+      pending.payment?.providerPaymentId ?? null,
+    );
+    assert.deepEqual(refusal(whilePending.outcome), ['failed', 'payment_intent_unexpected_state', undefined]);
+    assert.equal(whilePending.payment?.outcome, 'CHECKOUT_PENDING');
+
+    const stopped = await customerWithCard('pm_card_chargeCustomerFail');
+    const stoppedMethod = stopped.setup?.savedCard?.paymentMethodId as string;
+    const declined = await renew(stopped.customerId, stoppedMethod, stopped.reference, 1);
+    const stoppedIntent = declined.payment?.providerPaymentId ?? '';
+    // A refusal that does not name the PaymentIntent (a payment method Stripe does not know): the
+    // PaymentIntent Kassa confirmed is read all the same.
+    const unnamed = await renew(stopped.customerId, 'pm_gone', stopped.reference, 2, stoppedIntent);
+    assert.deepEqual(refusal(unnamed.outcome), ['failed', 'resource_missing', undefined]);
+    assert.deepEqual(
+      [unnamed.payment?.providerPaymentId, unnamed.payment?.outcome],
+      [stoppedIntent, 'PROCESSING'],
+    );
+    assert.equal((await stripe.cancelPayment(stoppedIntent))?.outcome, 'CANCELED');
+    const afterCancel = await renew(stopped.customerId, stoppedMethod, stopped.reference, 3, stoppedIntent);
+    assert.deepEqual(refusal(afterCancel.outcome), ['failed', 'payment_intent_unexpected_state', undefined]);
+    assert.equal(afterCancel.payment?.outcome, 'CANCELED');
   });
 
   test('a 500 before or after the charge: the SDK retries under the same key, and one charge is made', async () => {

@@ -3,7 +3,8 @@
 // renews off-session under kassa-renew keys; a trial signup that saves the card through a SetupIntent
 // (with 3-D Secure), whose first off-session charge Stripe refuses with authentication_required: the
 // subscription is past due, the customer is mailed the update-card link, and a new card saved on that
-// page (another SetupIntent) is charged at once.
+// page (another SetupIntent) is charged at once. And a try whose charge succeeded unrecorded, made
+// again once Stripe forgot its key: Stripe refuses the confirm, and the period is recorded paid.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
@@ -16,7 +17,14 @@ import { kassa } from './helpers/cli.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
 import { call, createTestMerchant, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
-import { hostedStep, type Json, payInElement, startWithStripe } from './helpers/stripe.ts';
+import {
+  deliver,
+  eventAbout,
+  hostedStep,
+  type Json,
+  payInElement,
+  startWithStripe,
+} from './helpers/stripe.ts';
 
 const DAY = 86_400_000;
 
@@ -205,11 +213,14 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     );
   });
 
-  /** A monthly plan's signup paid in the Payment Element: the subscription, active, its card saved. */
-  const paidSignup = async (name: string, amount: string, email: string) => {
+  /**
+   * A monthly plan's signup paid in the Payment Element: the subscription, active, its card saved
+   * (pm_card_chargeCustomerFail: saved on the page, declined off-session, so every renewal try declines).
+   */
+  const paidSignup = async (name: string, amount: string, email: string, card = 'pm_card_visa') => {
     offsetMs = 0;
     const token = await start(await plan({ name, amount, interval: 'month' }), email);
-    const { sync } = await payInElement(server, fake, token, 'pm_card_visa');
+    const { sync } = await payInElement(server, fake, token, card);
     assert.equal(sync.body.status, 'SUCCESS', sync.text);
     const subscription = await subscriptionOf(email);
     assert.ok(subscription);
@@ -336,17 +347,9 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
   });
 
   test('a rate limit on the fifth try is not the last decline: the try waits an hour instead of canceling the subscription', async () => {
-    offsetMs = 0;
     const email = 'stripe-ratelimit@example.com';
-    const token = await start(
-      await plan({ name: 'Monthly, rate limit', amount: '3.90', interval: 'month' }),
-      email,
-    );
-    // Saved on the page, declined off-session: every renewal try is a decline.
-    const { sync } = await payInElement(server, fake, token, 'pm_card_chargeCustomerFail');
-    assert.equal(sync.body.status, 'SUCCESS', sync.text);
-    const subscription = await subscriptionOf(email);
-    assert.ok(subscription);
+    // Every renewal try is a decline.
+    const subscription = await paidSignup('Monthly, rate limit', '3.90', email, 'pm_card_chargeCustomerFail');
     for (const day of [32, 33, 35, 39]) {
       offsetMs = day * DAY + 60_000;
       await runRenewals(server.ctx);
@@ -607,5 +610,96 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.equal(fake.ledger.chargesOf(intent.id).length, 1, 'charged once');
     const settled = await operationOf(key);
     assert.deepEqual([settled.state, settled.provider_object_id], ['done', intent.id]);
+  });
+
+  test("a renewal whose PaymentIntent succeeded without Kassa's record is not taken for a decline when Stripe refuses to confirm it again: the period is paid, settled once", async () => {
+    const email = 'stripe-confirmed-twice@example.com';
+    // Try 1 declines and leaves its PaymentIntent known.
+    const subscription = await paidSignup(
+      'Monthly, confirmed twice',
+      '6.40',
+      email,
+      'pm_card_chargeCustomerFail',
+    );
+    offsetMs = 32 * DAY;
+    await runRenewals(server.ctx);
+    let cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 1]);
+    const paymentOf = () =>
+      server.ctx.db
+        .selectFrom('payments')
+        .selectAll()
+        .where('id', '=', cycle.payment_id ?? 0)
+        .executeTakeFirstOrThrow();
+    const intentId = (await paymentOf()).provider_payment_id;
+    assert.match(intentId ?? '', /^pi_/);
+
+    // The customer gives a new card on the failed payment's page: try 2 at once. Stripe charges it, but
+    // its answer is lost (a 500 after the change) and the SDK's retry under the same key is rate
+    // limited: a refusal, so the same try is put off an hour.
+    const [failedMail] = await mailsTo(email, 'Your payment to');
+    const link = /\/checkout\/([A-Za-z0-9_-]{43})/.exec(failedMail?.replace(/=\r?\n/g, '') ?? '');
+    assert.ok(link, 'the update-card link');
+    const page = await hostedStep(server, link[1]);
+    const saved = await fake.confirmInBrowser(page.provider.client_secret as string, 'pm_card_visa');
+    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+    const confirm = /^\/v1\/payment_intents\/pi_\w+\/confirm$/;
+    fake.fail({ method: 'POST', path: confirm, mode: '500_after_success', times: 1 });
+    fake.fail({ method: 'POST', path: confirm, mode: '429', times: 1 });
+    const updated = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
+      body: { token: link[1] },
+    });
+    assert.equal(updated.body.status, 'SUCCESS', updated.text);
+    assert.equal(fake.ledger.intent(intentId ?? '').status, 'succeeded', 'Stripe charged the new card');
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 1], 'try 2 is to be made again');
+    // Stripe's webhook brings the success: the payment is paid and settled.
+    const delivered = await deliver(
+      server,
+      fake,
+      eventAbout(fake, 'payment_intent.succeeded', intentId ?? ''),
+    );
+    assert.equal(delivered.status, 200, delivered.text);
+    assert.equal((await paymentOf()).status, 'paid');
+
+    // Kassa's key is refused for a day (rolled), so the same try is refused hourly; by the time it is
+    // made again Stripe has forgotten its key (24 hours), so the confirm runs anew and Stripe refuses
+    // it: the PaymentIntent already succeeded.
+    const rolled = fake.rollSecretKey();
+    try {
+      for (const minutes of [61, 24 * 60 + 1]) {
+        offsetMs = 32 * DAY + minutes * 60_000;
+        await runRenewals(server.ctx);
+      }
+    } finally {
+      rolled.restore();
+    }
+    fake.forgetIdempotencyKeys();
+    offsetMs = 32 * DAY + (25 * 60 + 2) * 60_000;
+    const refusals = () =>
+      fake.requests.filter((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-2`).length;
+    const before = refusals();
+    await runRenewals(server.ctx);
+    assert.ok(refusals() > before, 'try 2 was made again');
+    assert.equal(fake.ledger.intent(intentId ?? '').status, 'succeeded');
+
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['paid', 2, null]);
+    assert.equal((await subscriptionOf(email))?.status, 'active', 'not past due: the period is paid');
+    const payment = await paymentOf();
+    assert.deepEqual([payment.status, payment.provider_payment_id], ['paid', intentId]);
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1, 'the wallet credited once');
+    const charges = fake.ledger.chargesOf(intentId ?? '');
+    assert.deepEqual(
+      charges.map((charge) => charge.status).sort(),
+      ['failed', 'succeeded'],
+      "try 1's decline and try 2's charge: the card was charged once",
+    );
+    assert.equal(renewalsOf(subscription.public_id).length, 1);
+    const operation = await operationOf(`kassa-renew-${cycle.id}-2`);
+    assert.deepEqual([operation.state, operation.outcome], ['done', 'succeeded']);
+    assert.equal((await mailsTo(email, 'Your payment to')).length, 1, 'told once, at the first decline');
+    assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+    offsetMs = 0;
   });
 });

@@ -165,7 +165,11 @@ export interface ChargeSavedCardInput extends PaymentAmounts {
 /** A write that concerns a payment: what was answered, and the payment as it stands after it. */
 export interface PaymentWrite {
   outcome: ProviderOutcome;
-  /** null when nothing is known (unknown) or nothing was created (refused before a payment existed). */
+  /**
+   * null when nothing is known (unknown) or nothing was created (refused before a payment existed). With
+   * a decline or a refusal of an existing payment, that payment as it stands: a refusal (a payment no
+   * longer taking attempts) says nothing of its charge, so the caller goes by this state.
+   */
   payment: ProviderPaymentState | null;
 }
 

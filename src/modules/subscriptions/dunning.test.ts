@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { afterTry, giveUp, isFinalDecline, MAX_TRIES, nextAttemptAt, RETRY_DAYS } from './dunning.ts';
+import type { ProviderPaymentState } from '../../provider/types.ts';
+import {
+  afterTry,
+  answerOfTry,
+  giveUp,
+  isFinalDecline,
+  MAX_TRIES,
+  nextAttemptAt,
+  RETRY_DAYS,
+} from './dunning.ts';
 
 // The numbers are decisions.md's ("Dunning": retries 1, 3, 7 and 14 days after the first try, 5 tries;
 // past_due meanwhile; expired, stolen, requires a new card stop the retries and mail the update-card
@@ -93,4 +102,42 @@ test('a decline no retry can fix stops the retries, mails the update-card link, 
   for (const code of ['insufficient_funds', 'card_declined', 'processing_error', null]) {
     assert.equal(isFinalDecline(code), false, String(code));
   }
+});
+
+const stateShowing = (outcome: ProviderPaymentState['outcome']): ProviderPaymentState => ({
+  providerPaymentId: 'pi_1',
+  outcome,
+  depositStatus: outcome === 'PAYMENT_SUCCESS' ? 'succeeded' : null,
+  refundState: null,
+  attempts: [],
+});
+const wrongState = {
+  status: 'failed',
+  code: 'payment_intent_unexpected_state',
+  message:
+    'You cannot confirm this PaymentIntent because it has already succeeded after being previously confirmed.',
+  retryable: false,
+} as const;
+
+test("a refusal of a payment the provider shows paid is the period's payment, one still being paid waits; otherwise it is the decline", () => {
+  assert.deepEqual(answerOfTry({ outcome: wrongState, payment: stateShowing('PAYMENT_SUCCESS') }), {
+    status: 'succeeded',
+  });
+  assert.deepEqual(answerOfTry({ outcome: wrongState, payment: stateShowing('CHECKOUT_PENDING') }), {
+    status: 'pending',
+  });
+  for (const outcome of ['CANCELED', 'PROCESSING'] as const) {
+    assert.deepEqual(answerOfTry({ outcome: wrongState, payment: stateShowing(outcome) }), wrongState);
+  }
+  assert.deepEqual(
+    answerOfTry({ outcome: wrongState, payment: null }),
+    wrongState,
+    'nothing read: as answered',
+  );
+  // The provider's own refusal (a rate limit) carries no charge to go by: handled as a refusal.
+  const limited = { ...wrongState, code: 'rate_limited', retryable: true, providerError: true } as const;
+  assert.deepEqual(answerOfTry({ outcome: limited, payment: stateShowing('PAYMENT_SUCCESS') }), limited);
+  // Answers that are not refusals are the try's own.
+  const pending = { status: 'pending' } as const;
+  assert.deepEqual(answerOfTry({ outcome: pending, payment: stateShowing('PROCESSING') }), pending);
 });

@@ -9,8 +9,9 @@
 // the time the last try would have been (first try + 14 days); an update of the card retries at once
 // (that is the next try); with no new card by then, `giveUp` closes it as after a failed last try.
 // A final decline on the last try ends the cycle at once. An unknown outcome is not a try result: the
-// worker reconciles it with the provider first, and never charges again meanwhile.
-import { isRetryableDecline } from '../../provider/types.ts';
+// worker reconciles it with the provider first, and never charges again meanwhile. A refusal of a
+// payment the provider shows paid is not a decline either (answerOfTry): that period is paid.
+import { isRetryableDecline, type PaymentWrite, type ProviderOutcome } from '../../provider/types.ts';
 
 /** Days after the first try at which tries 2, 3, 4 and 5 are made. */
 export const RETRY_DAYS = [1, 3, 7, 14] as const;
@@ -87,4 +88,21 @@ export function afterTry(firstTryAt: Date, tryNumber: number, result: TryResult)
 /** A cycle that waited for a new card in vain until its last try's time: closed without a charge. */
 export function giveUp(): DunningStep {
   return uncollectible;
+}
+
+/**
+ * What a try's answer says of its period. A refusal of the call (a Stripe PaymentIntent in the wrong
+ * state; the simulator's payment no longer taking attempts) says nothing of the charge: when the
+ * provider's payment, read with the answer, shows it paid, the period is paid (an earlier charge whose
+ * answer Kassa never recorded); still being paid, the try waits and the reconciler reads it back. Only
+ * otherwise (canceled, or waiting for a payment method) is the refusal the try's decline. So a period
+ * whose charge succeeded at the provider is never dunned. A refusal of the provider's own (a refused
+ * key, a rate limit) carries no payment and is handled as such (recordTry).
+ */
+export function answerOfTry(write: PaymentWrite): ProviderOutcome {
+  const { outcome, payment } = write;
+  if (outcome.status !== 'failed' || outcome.providerError === true || payment === null) return outcome;
+  if (payment.outcome === 'PAYMENT_SUCCESS') return { status: 'succeeded' };
+  if (payment.outcome === 'CHECKOUT_PENDING') return { status: 'pending' };
+  return outcome;
 }

@@ -9,7 +9,8 @@
 //    the status is re-read (a canceled subscription is never charged), the renewal payment is opened on
 //    the first try, and the try's write-ahead operation row (kassa-renew-{cycle id}-{n}) is committed.
 //    Then the provider charges the saved card off-session; then its answer is recorded: the payment moves
-//    as any payment does (attempts, ledger, transaction.status_changed), and dunning.ts decides the rest.
+//    as any payment does (attempts, ledger, transaction.status_changed), and dunning.ts decides the rest
+//    (a refusal of a payment the provider shows paid is that payment, not a decline: answerOfTry).
 //    An answer that never came leaves the cycle waiting (next_attempt_at null): the reconciler reads the
 //    charge back by the same key (renewalOperationHandlers) and finishes the try. It is never charged again.
 //    A try the provider refuses (a refused key, a rate limit) is made again hourly under the same key, for
@@ -45,6 +46,7 @@ import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState, movePayment } from '../payments/transitions.ts';
 import {
   afterTry,
+  answerOfTry,
   type CustomerMail,
   type DunningStep,
   giveUp,
@@ -697,7 +699,7 @@ async function tryCycle(ctx: AppContext, cycleId: number, outbox: Outbox): Promi
     }),
   );
   const outcome: ProviderOutcome = call.answered
-    ? call.value.outcome
+    ? answerOfTry(call.value)
     : { status: 'unknown', reason: call.reason };
   const state = call.answered ? call.value.payment : null;
   const recorded = undecidedAsUnknown(outcome);

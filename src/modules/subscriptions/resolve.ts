@@ -14,10 +14,12 @@
 //   under the same key, at once, its refusals counted anew); `paid` is refused.
 // - not decided yet, or the provider cannot be read: refused, nothing changes.
 // Every later try goes to the same provider payment, which neither provider charges twice (a Stripe
-// PaymentIntent that succeeded is found and not confirmed again; the simulator's decided payment takes no
-// further attempts). The operation is settled, the cycle moved and the audit entry written in one
-// transaction that takes the subscription's lock and settles the operation only if it is still flagged,
-// so a try is resolved once however many operators run the command.
+// PaymentIntent that succeeded is found and not confirmed again, or, once Kassa knows its id, Stripe
+// refuses the confirm; the simulator's decided payment takes no further attempts), and whose refusal is
+// recorded as what that payment shows: paid, not a decline (dunning.ts, answerOfTry). The operation is
+// settled, the cycle moved and the audit entry written in one transaction that takes the subscription's
+// lock and settles the operation only if it is still flagged, so a try is resolved once however many
+// operators run the command.
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../http/errors.ts';

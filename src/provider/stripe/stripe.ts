@@ -153,10 +153,16 @@ export class StripeProvider implements PaymentProvider {
             );
     } catch (error) {
       const outcome = outcomeOfError(error);
-      // A decline still leaves the PaymentIntent (requires_payment_method): the retry confirms it again.
-      const declined = isStripeError(error) ? error.payment_intent : undefined;
-      if (outcome.status === 'unknown' || !declined) return { outcome, payment: null };
-      return { outcome, payment: await this.stateOf(await stripe.paymentIntents.retrieve(declined.id)) };
+      if (outcome.status !== 'failed' || outcome.providerError === true) return { outcome, payment: null };
+      // The PaymentIntent the answer is about, read as it stands: a decline leaves it waiting for a
+      // payment method (the retry confirms it again); a confirm Stripe refused as an invalid request (an
+      // intent in the wrong state: payment_intent_unexpected_state) may find it succeeded already (an
+      // earlier confirm whose answer Kassa never recorded), still processing, or canceled. The refusal
+      // says nothing of the charge: the caller goes by the state (renew.ts, answerOfTry), never takes
+      // the refusal alone for a decline. A read that fails throws: unknown, read back by the reconciler.
+      const intentId = (isStripeError(error) ? error.payment_intent?.id : undefined) ?? providerPaymentId;
+      if (!intentId) return { outcome, payment: null };
+      return { outcome, payment: await this.stateOf(await stripe.paymentIntents.retrieve(intentId)) };
     }
     return { outcome: outcomeOfIntent(intent), payment: await this.stateOf(intent) };
   }

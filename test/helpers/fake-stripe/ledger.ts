@@ -151,10 +151,16 @@ export class FakeStripeLedger {
   confirmPaymentIntent(id: string, params: FormObject) {
     const intent = this.intent(id);
     if (!['requires_payment_method', 'requires_confirmation', 'requires_action'].includes(intent.status)) {
-      throw invalid(
-        `This PaymentIntent's status is ${intent.status}; it cannot be confirmed.`,
-        'payment_intent_unexpected_state',
-      );
+      // As Stripe: a 400 naming the PaymentIntent as it stands (the request changed nothing).
+      throw new StripeApiError(400, {
+        type: 'invalid_request_error',
+        code: 'payment_intent_unexpected_state',
+        message:
+          intent.status === 'succeeded'
+            ? 'You cannot confirm this PaymentIntent because it has already succeeded after being previously confirmed.'
+            : `You cannot confirm this PaymentIntent because it has a status of ${intent.status}. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method, requires_action.`,
+        payment_intent: structuredClone(intent),
+      });
     }
     const methodId =
       text(params, 'payment_method') ??

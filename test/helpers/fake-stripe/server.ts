@@ -2,8 +2,9 @@
 // KASSA_STRIPE_API_URL. It keeps customers, payment methods, PaymentIntents, SetupIntents, charges,
 // refunds and events (ledger.ts), honours Idempotency-Key as Stripe does (the same key and parameters
 // replay the first answer with Idempotent-Replayed: true; other parameters are a 400 idempotency_error;
-// the key while its first request runs is a 409), and injects faults: a 500, or a timeout or 500 after
-// the change was recorded (a retry with the same key then gets the recorded answer).
+// the key while its first request runs is a 409; a test may make it forget keys, as Stripe does after
+// 24 hours), and injects faults: a 500, or a timeout or 500 after the change was recorded (a retry with
+// the same key then gets the recorded answer).
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -50,6 +51,11 @@ export interface FakeStripe {
   fail(rule: FaultRule): void;
   /** Rolls the secret key, as in the Dashboard: the key Kassa holds is refused (401) until `restore`. */
   rollSecretKey(): { restore: () => void };
+  /**
+   * Stripe keeps an idempotency key's result for 24 hours, then a request under that key runs anew:
+   * a test whose clock moved past that forgets every key saved so far.
+   */
+  forgetIdempotencyKeys(): void;
   /** What Stripe.js does in the customer's browser: confirm the PaymentIntent with a test payment method. */
   confirmInBrowser(clientSecret: string, paymentMethod: string): Promise<{ status: number; body: unknown }>;
   close(): Promise<void>;
@@ -306,6 +312,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
         },
       };
     },
+    forgetIdempotencyKeys: () => idempotency.clear(),
     async confirmInBrowser(clientSecret, paymentMethod) {
       const id = clientSecret.split('_secret_')[0];
       const kind = id.startsWith('seti_') ? 'setup_intents' : 'payment_intents';
