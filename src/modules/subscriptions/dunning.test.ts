@@ -140,4 +140,8 @@ test("a refusal of a payment the provider shows paid is the period's payment, on
   // Answers that are not refusals are the try's own.
   const pending = { status: 'pending' } as const;
   assert.deepEqual(answerOfTry({ outcome: pending, payment: stateShowing('PROCESSING') }), pending);
+  // Whatever the payment read with them shows: only a refusal is judged by it.
+  assert.deepEqual(answerOfTry({ outcome: pending, payment: stateShowing('PAYMENT_SUCCESS') }), pending);
+  const succeeded = { status: 'succeeded' } as const;
+  assert.deepEqual(answerOfTry({ outcome: succeeded, payment: stateShowing('CHECKOUT_PENDING') }), succeeded);
 });
