@@ -11,6 +11,7 @@ import { applyProviderState } from '../src/modules/payments/transitions.ts';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { reconcileOperation } from '../src/provider/operations/reconciler.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
+import { signSimulatorWebhook } from '../src/provider/simulator/webhook-signature.ts';
 import { operationHandlers } from '../src/worker/loops.ts';
 import {
   call,
@@ -254,6 +255,22 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.equal((await settlements(payments.map((payment) => payment.id))).length, 2);
   });
 
+  /** The mails sent to a subscription's customer. */
+  const mailsOf = async (subscriptionId: number) => {
+    const directory = join(server.env.KASSA_DATA_DIR, 'mail');
+    const mails = await Promise.all(
+      (await readdir(directory)).map((name) => readFile(join(directory, name), 'utf8')),
+    );
+    const email = (
+      await server.ctx.db
+        .selectFrom('subscriptions')
+        .select('customer_email')
+        .where('id', '=', subscriptionId)
+        .executeTakeFirstOrThrow()
+    ).customer_email;
+    return mails.filter((mail) => mail.includes(`To: ${email}`));
+  };
+
   test('a decline no retry can fix waits for a new card until the last try, then cancels', async () => {
     const sub = await sandboxSubscription(AUTH_ALWAYS);
     let state = await advance(sub.publicId, 1);
@@ -268,18 +285,7 @@ describe(`subscription renewals (${DB_KIND})`, () => {
     assert.equal(state.cycles[0].status, 'uncollectible');
     assert.equal(state.cycles[0].attempts, 1);
     // The customer was told: a failed-payment mail, then the cancellation.
-    const directory = join(server.env.KASSA_DATA_DIR, 'mail');
-    const mails = await Promise.all(
-      (await readdir(directory)).map((name) => readFile(join(directory, name), 'utf8')),
-    );
-    const email = (
-      await server.ctx.db
-        .selectFrom('subscriptions')
-        .select('customer_email')
-        .where('id', '=', sub.id)
-        .executeTakeFirstOrThrow()
-    ).customer_email;
-    const theirs = mails.filter((mail) => mail.includes(`To: ${email}`));
+    const theirs = await mailsOf(sub.id);
     assert.equal(theirs.length, 2, theirs.join('\n---\n'));
     assert.ok(theirs.some((mail) => /Subject: Your payment to Renewals failed/.test(mail)));
     assert.ok(
@@ -302,6 +308,84 @@ describe(`subscription renewals (${DB_KIND})`, () => {
       .execute();
   const WEEK_ANCHOR = new Date(Date.UTC(2031, 2, 3, 9, 30));
   const WEEK_END = '2031-03-10T09:30:00.000Z';
+
+  test("a renewal's payment paid at the provider while its cycle is dunned, brought by the provider's webhook: the next pass records the period paid at once, without a try", async () => {
+    const sub = await sandboxSubscription(INSUFFICIENT);
+    let state = await advance(sub.publicId, 2);
+    assert.deepEqual(
+      [state.status, state.cycles[0].status, state.cycles[0].attempts],
+      ['past_due', 'retrying', 2],
+    );
+    const [payment] = await paymentsOf(sub.id);
+    const tryAt = state.cycles[0].next_attempt_at;
+    assert.equal(tryAt, '2031-02-03T09:30:00.000Z', 'try 3 a day away');
+    // The payment is charged at the provider outside Kassa's worker (the bank has the funds now).
+    await cardSucceeds(sub.paymentMethodId);
+    const row = await server.ctx.db
+      .selectFrom('subscriptions')
+      .selectAll()
+      .where('id', '=', sub.id)
+      .executeTakeFirstOrThrow();
+    const charged = await server.ctx.providers.simulator.chargeSavedCard({
+      idempotencyKey: `outside-${payment.public_id}`,
+      payment: { reference: payment.public_id, providerPaymentId: payment.provider_payment_id },
+      environment: 'sandbox',
+      amountMinor: BigInt(payment.gross),
+      currency: payment.currency,
+      refundBasisMinor: BigInt(payment.gross_ht),
+      customerId: row.provider_customer_id,
+      paymentMethodId: row.payment_method_id,
+      metadata: {},
+    });
+    assert.equal(charged.outcome.status, 'succeeded', JSON.stringify(charged.outcome));
+    const attemptsAtProvider = charged.payment?.attempts.length;
+    // The simulator's webhook names it (signed; the body carries no state): Kassa reads it.
+    const raw = JSON.stringify({ payment_id: payment.provider_payment_id });
+    const signature = signSimulatorWebhook(
+      server.ctx.config.secretKey,
+      raw,
+      Math.floor(server.ctx.clock().getTime() / 1000),
+    );
+    const notified = await call(server, 'POST', '/api/provider/webhooks/simulator/', {
+      body: raw,
+      headers: { 'content-type': 'application/json', 'kassa-signature': signature },
+    });
+    assert.equal(notified.status, 200, notified.text);
+    const paid = (await paymentsOf(sub.id))[0];
+    assert.equal(paid.status, 'paid');
+    const waiting = await detail(sub.publicId);
+    assert.equal(waiting.status, 'past_due');
+    assert.equal(
+      waiting.cycles[0].next_attempt_at,
+      row.test_clock_at,
+      "due now, on the subscription's clock",
+    );
+
+    // One pass of the worker: the period paid, no try made (no attempt at the provider, no try counted).
+    await runRenewals(server.ctx, row);
+    state = await detail(sub.publicId);
+    assert.equal(state.status, 'active');
+    assert.deepEqual(
+      [state.cycles[0].status, state.cycles[0].attempts, state.cycles[0].next_attempt_at],
+      ['paid', 2, null],
+    );
+    const atProvider = await server.ctx.providers.simulator.getPayment(payment.provider_payment_id ?? '');
+    assert.equal(atProvider?.attempts.length, attemptsAtProvider, 'no call to the provider');
+    const operations = await server.ctx.db
+      .selectFrom('provider_operations')
+      .select('idempotency_key')
+      .where('subject_type', '=', 'subscription_cycle')
+      .where('reference', '=', payment.public_id)
+      .execute();
+    assert.equal(operations.length, 2, 'tries 1 and 2 only');
+    assert.equal((await settlements([payment.id])).length, 1, 'settled once');
+    const receipts = (await mailsOf(sub.id)).filter((mail) => /Subject: Receipt/.test(mail));
+    assert.equal(receipts.length, 1);
+    // Later passes leave it so.
+    state = await advance(sub.publicId, 5);
+    assert.deepEqual([state.status, state.cycles[0].status, state.cycles[0].attempts], ['active', 'paid', 2]);
+    assert.equal((await settlements([payment.id])).length, 1);
+  });
 
   test('past due with a cancel at the period end: canceled then (merchant), the cycle void, no try after', async () => {
     const sub = await subscribeWithSavedCard(server, {

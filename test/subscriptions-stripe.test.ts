@@ -4,7 +4,8 @@
 // (with 3-D Secure), whose first off-session charge Stripe refuses with authentication_required: the
 // subscription is past due, the customer is mailed the update-card link, and a new card saved on that
 // page (another SetupIntent) is charged at once. And a try whose charge succeeded unrecorded, made
-// again once Stripe forgot its key: Stripe refuses the confirm, and the period is recorded paid.
+// again once Stripe forgot its key: Stripe refuses the confirm, and the period is recorded paid; or
+// paid by Stripe's webhook meanwhile: the next pass records the period paid, without a call.
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
@@ -612,31 +613,25 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual([settled.state, settled.provider_object_id], ['done', intent.id]);
   });
 
-  test("a renewal whose PaymentIntent succeeded without Kassa's record is not taken for a decline when Stripe refuses to confirm it again: the period is paid, settled once", async () => {
-    const email = 'stripe-confirmed-twice@example.com';
-    // Try 1 declines and leaves its PaymentIntent known.
-    const subscription = await paidSignup(
-      'Monthly, confirmed twice',
-      '6.40',
-      email,
-      'pm_card_chargeCustomerFail',
-    );
+  /**
+   * A renewal's try 2 charged at Stripe but unrecorded: try 1 declines and leaves its PaymentIntent
+   * known; the customer gives a new card on the failed payment's page, so try 2 is made at once. Stripe
+   * charges it, but its answer is lost (a 500 after the change) and the SDK's retry under the same key
+   * is rate limited: a refusal, so the same try is put off an hour, the cycle retrying, the payment
+   * processing while its PaymentIntent succeeded.
+   */
+  const chargedUnrecorded = async (name: string, amount: string, email: string) => {
+    const subscription = await paidSignup(name, amount, email, 'pm_card_chargeCustomerFail');
     offsetMs = 32 * DAY;
     await runRenewals(server.ctx);
     let cycle = await periodOne(subscription.id);
     assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 1]);
+    const paymentId = cycle.payment_id ?? 0;
     const paymentOf = () =>
-      server.ctx.db
-        .selectFrom('payments')
-        .selectAll()
-        .where('id', '=', cycle.payment_id ?? 0)
-        .executeTakeFirstOrThrow();
-    const intentId = (await paymentOf()).provider_payment_id;
-    assert.match(intentId ?? '', /^pi_/);
+      server.ctx.db.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
+    const intentId = (await paymentOf()).provider_payment_id ?? '';
+    assert.match(intentId, /^pi_/);
 
-    // The customer gives a new card on the failed payment's page: try 2 at once. Stripe charges it, but
-    // its answer is lost (a 500 after the change) and the SDK's retry under the same key is rate
-    // limited: a refusal, so the same try is put off an hour.
     const [failedMail] = await mailsTo(email, 'Your payment to');
     const link = /\/checkout\/([A-Za-z0-9_-]{43})/.exec(failedMail?.replace(/=\r?\n/g, '') ?? '');
     assert.ok(link, 'the update-card link');
@@ -650,18 +645,20 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       body: { token: link[1] },
     });
     assert.equal(updated.body.status, 'SUCCESS', updated.text);
-    assert.equal(fake.ledger.intent(intentId ?? '').status, 'succeeded', 'Stripe charged the new card');
+    assert.equal(fake.ledger.intent(intentId).status, 'succeeded', 'Stripe charged the new card');
     cycle = await periodOne(subscription.id);
     assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 1], 'try 2 is to be made again');
-    // Stripe's webhook brings the success: the payment is paid and settled.
-    const delivered = await deliver(
-      server,
-      fake,
-      eventAbout(fake, 'payment_intent.succeeded', intentId ?? ''),
-    );
-    assert.equal(delivered.status, 200, delivered.text);
-    assert.equal((await paymentOf()).status, 'paid');
+    assert.equal((await paymentOf()).status, 'processing');
+    return { subscription, cycle, intentId, paymentOf };
+  };
 
+  test("a renewal whose PaymentIntent succeeded without Kassa's record is not taken for a decline when Stripe refuses to confirm it again: the period is paid, settled once", async () => {
+    const email = 'stripe-confirmed-twice@example.com';
+    const unrecorded = await chargedUnrecorded('Monthly, confirmed twice', '6.40', email);
+    const { subscription, intentId, paymentOf } = unrecorded;
+    let { cycle } = unrecorded;
+    // No webhook comes (one would end the dunning at once: the next test), so Kassa learns of the
+    // charge only from Stripe's refusal below.
     // Kassa's key is refused for a day (rolled), so the same try is refused hourly; by the time it is
     // made again Stripe has forgotten its key (24 hours), so the confirm runs anew and Stripe refuses
     // it: the PaymentIntent already succeeded.
@@ -681,7 +678,7 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     const before = refusals();
     await runRenewals(server.ctx);
     assert.ok(refusals() > before, 'try 2 was made again');
-    assert.equal(fake.ledger.intent(intentId ?? '').status, 'succeeded');
+    assert.equal(fake.ledger.intent(intentId).status, 'succeeded');
 
     cycle = await periodOne(subscription.id);
     assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['paid', 2, null]);
@@ -689,7 +686,7 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     const payment = await paymentOf();
     assert.deepEqual([payment.status, payment.provider_payment_id], ['paid', intentId]);
     assert.equal(await settlementsOf(server.ctx, payment.id), 1, 'the wallet credited once');
-    const charges = fake.ledger.chargesOf(intentId ?? '');
+    const charges = fake.ledger.chargesOf(intentId);
     assert.deepEqual(
       charges.map((charge) => charge.status).sort(),
       ['failed', 'succeeded'],
@@ -700,6 +697,62 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.deepEqual([operation.state, operation.outcome], ['done', 'succeeded']);
     assert.equal((await mailsTo(email, 'Your payment to')).length, 1, 'told once, at the first decline');
     assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+    offsetMs = 0;
+  });
+
+  test("a renewal's payment paid by Stripe's webhook while its cycle is dunned ends the dunning at once: the worker's next pass records the period paid, without a call to Stripe", async () => {
+    const email = 'stripe-paid-by-webhook@example.com';
+    const unrecorded = await chargedUnrecorded('Monthly, paid by webhook', '7.10', email);
+    const { subscription, intentId, paymentOf } = unrecorded;
+    let { cycle } = unrecorded;
+    assert.equal((await subscriptionOf(email))?.status, 'past_due');
+    assert.ok(
+      Date.parse(cycle.next_attempt_at ?? '') > Date.now() + offsetMs + 30 * 60_000,
+      `try 2 put off an hour: ${cycle.next_attempt_at}`,
+    );
+    // Stripe's webhook brings the success: the payment is paid and settled, and the cycle's next try,
+    // an hour away, is due now.
+    offsetMs += 60_000;
+    const delivered = await deliver(server, fake, eventAbout(fake, 'payment_intent.succeeded', intentId));
+    assert.equal(delivered.status, 200, delivered.text);
+    assert.equal((await paymentOf()).status, 'paid');
+    cycle = await periodOne(subscription.id);
+    assert.equal(cycle.status, 'retrying');
+    assert.ok(
+      Date.parse(cycle.next_attempt_at ?? '') <= Date.now() + offsetMs,
+      `due now, not at ${cycle.next_attempt_at}`,
+    );
+
+    // One pass of the worker, at once: no call to Stripe, the period paid.
+    const calls = fake.requests.length;
+    await runRenewals(server.ctx);
+    assert.equal(fake.requests.length, calls, 'no call to Stripe: the payment was paid already');
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual(
+      [cycle.status, cycle.attempts, cycle.next_attempt_at, cycle.leased_by],
+      ['paid', 1, null, null],
+      'no try counted',
+    );
+    assert.equal((await subscriptionOf(email))?.status, 'active', 'no longer past due');
+    const payment = await paymentOf();
+    assert.deepEqual([payment.status, payment.provider_payment_id], ['paid', intentId]);
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1, 'the wallet credited once');
+    assert.deepEqual(
+      fake.ledger
+        .chargesOf(intentId)
+        .map((charge) => charge.status)
+        .sort(),
+      ['failed', 'succeeded'],
+      "try 1's decline and try 2's charge: the card was charged once",
+    );
+    assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+    assert.equal((await mailsTo(email, 'Your payment to')).length, 1, 'told once, at the first decline');
+    // Nothing more on later passes: the period is paid, try 2's refused call is not made again.
+    offsetMs += 2 * 3_600_000;
+    await runRenewals(server.ctx);
+    assert.equal(fake.requests.length, calls);
+    assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1);
     offsetMs = 0;
   });
 });

@@ -11,9 +11,9 @@ import type {
 import type { OperationRow } from '../../provider/operations/table.ts';
 import { outcomeOfAttempt, type ProviderPaymentState } from '../../provider/types.ts';
 import * as checkouts from '../checkout/store.ts';
+import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
+import { wasPaid } from './table.ts';
 import { applyProviderState } from './transitions.ts';
-
-const PAID = new Set(['paid', 'refund_pending', 'refunded']);
 
 /** Reads the provider payment of the operation's payment and applies it; null when the provider has none. */
 async function readPayment(
@@ -23,14 +23,17 @@ async function readPayment(
   const provider = ctx.providers.named(operation.provider);
   const state = await provider.findPayment(operation.reference);
   if (!state) return null;
-  const conflict = await ctx.db.transaction().execute(async (trx) => {
-    const { payment } = await applyProviderState(trx, operation.subject_id, state, ctx.clock().toISOString());
-    // Charged at the provider while Kassa gave the payment up (its checkout expired meanwhile): a person decides.
-    if (state.outcome === 'PAYMENT_SUCCESS' && !PAID.has(payment.status)) {
-      return `the provider charged ${payment.public_id}, but it is ${payment.status} in Kassa`;
-    }
-    return null;
-  });
+  const applied = await ctx.db
+    .transaction()
+    .execute((trx) => applyProviderState(trx, operation.subject_id, state, ctx.clock().toISOString()));
+  // A renewal's payment paid by this read: its cycle's next try is due now (after the commit).
+  if (applied.changed) await renewalPaidElsewhere(ctx, applied.payment);
+  const { payment } = applied;
+  // Charged at the provider while Kassa gave the payment up (its checkout expired meanwhile): a person decides.
+  const conflict =
+    state.outcome === 'PAYMENT_SUCCESS' && !wasPaid(payment.status)
+      ? `the provider charged ${payment.public_id}, but it is ${payment.status} in Kassa`
+      : null;
   return { state, conflict };
 }
 

@@ -7,6 +7,7 @@ import type { ProviderNotice } from '../../provider/types.ts';
 import { attemptInFlight } from '../checkout/status.ts';
 import { lockSession } from '../checkout/store.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
+import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
 import { MAX_WEBHOOK_IDS } from './provider-webhook-guard.ts';
 import * as store from './store.ts';
@@ -28,10 +29,13 @@ export async function syncPayment(ctx: AppContext, payment: SyncTarget): Promise
       ? await provider.findPayment(payment.public_id)
       : await provider.getPayment(payment.provider_payment_id);
   if (state === null) return false;
-  return ctx.db.transaction().execute(async (trx) => {
-    const result = await applyProviderState(trx, payment.id, state, ctx.clock().toISOString());
-    return result.changed;
-  });
+  const result = await ctx.db
+    .transaction()
+    .execute((trx) => applyProviderState(trx, payment.id, state, ctx.clock().toISOString()));
+  // A renewal's payment paid by this read (a webhook, the sync loop, sync-status): its cycle's next try
+  // is due now, once the payment's transaction has committed (renew.ts, renewalPaidElsewhere).
+  if (result.changed) await renewalPaidElsewhere(ctx, result.payment);
+  return result.changed;
 }
 
 /** Runs `work` on each item; one failure does not stop the others (the first is rethrown after). */

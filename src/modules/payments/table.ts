@@ -15,6 +15,11 @@ export const PAYMENT_STATUSES = [
 
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
+/** Whether a payment in this status was paid (a refund, asked for or made, comes after the payment). */
+export function wasPaid(status: PaymentStatus): boolean {
+  return status === 'paid' || status === 'refund_pending' || status === 'refunded';
+}
+
 export interface PaymentsTable {
   id: Generated<number>;
   /** TX + 16 base62 */

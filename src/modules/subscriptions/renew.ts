@@ -42,7 +42,7 @@ import {
 import { openCheckoutPayment } from '../checkout/provider-form.ts';
 import { createCheckoutSession } from '../checkout/service.ts';
 import * as checkouts from '../checkout/store.ts';
-import type { PaymentRow } from '../payments/table.ts';
+import { type PaymentRow, wasPaid } from '../payments/table.ts';
 import { applyProviderState, movePayment } from '../payments/transitions.ts';
 import {
   afterTry,
@@ -397,6 +397,22 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
       await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
       return null;
     }
+    const opened =
+      cycle.payment_id === null
+        ? null
+        : await trx
+            .selectFrom('payments')
+            .selectAll()
+            .where('id', '=', cycle.payment_id)
+            .executeTakeFirstOrThrow();
+    if (opened !== null && wasPaid(opened.status)) {
+      // Paid already, by a webhook or a sync (renewalPaidElsewhere brought this try forward): the period
+      // is paid as by a try that succeeded, without a call to the provider and without a try counted.
+      // The payment was settled when it moved to paid; recordDecided moves only the cycle and the
+      // subscription (and ends the subscription if a cancel at the period's end is due).
+      await recordDecided(ctx, trx, subscription, cycle, Number(cycle.attempts), { succeeded: true }, outbox);
+      return null;
+    }
     if (periodEndCancelDue(subscription, nowIso)) {
       // The period's end came with a cancel at it asked for (a past-due subscription's next try falls
       // due then, or after): no try is made any more; the subscription is canceled instead, as
@@ -417,14 +433,7 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
       outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
       return null;
     }
-    const payment =
-      cycle.payment_id === null
-        ? await openRenewalPayment(ctx, trx, subscription, cycle, realNowIso)
-        : await trx
-            .selectFrom('payments')
-            .selectAll()
-            .where('id', '=', cycle.payment_id)
-            .executeTakeFirstOrThrow();
+    const payment = opened ?? (await openRenewalPayment(ctx, trx, subscription, cycle, realNowIso));
     const tryNumber = Number(cycle.attempts) + 1;
     const recorded = await recordOperation(
       trx,
@@ -639,24 +648,51 @@ export async function recordTry(
       );
     return false;
   }
+  if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
+    // The try never reached the provider (a crash before the call): nothing was charged and nobody
+    // declined, so the period is tried again at once, under the next key. A fifth try has no next
+    // one (the cycle's CHECK allows five), so it counts as that try's decline: known, left as is. The
+    // provider answered: its refusals are over.
+    await trx
+      .updateTable('subscription_cycles')
+      .set({
+        next_attempt_at: nowIso,
+        provider_errors_since: null,
+        leased_by: null,
+        lease_until: null,
+        updated_at: nowIso,
+      })
+      .where('id', '=', cycle.id)
+      .execute();
+    return false;
+  }
+  return recordDecided(ctx, trx, subscription, cycle, tryNumber, result, outbox);
+}
+
+/**
+ * A try decided (its answer, or its payment found paid already: prepareTry), in the caller's
+ * transaction that holds the subscription's lock: the dunning step, its mail, and a cancel at the
+ * period's end that was waiting for it. The payment is not moved here (the try's provider state was
+ * applied before, and settled the payment once if it became paid).
+ */
+async function recordDecided(
+  ctx: AppContext,
+  trx: Executor,
+  subscription: SubscriptionWithPlan,
+  cycle: SubscriptionCycleRow,
+  tryNumber: number,
+  result: TryResult,
+  outbox: Outbox,
+): Promise<false> {
+  const nowIso = clockOf(ctx, subscription).toISOString();
+  const realNowIso = ctx.clock().toISOString();
   if (cycle.provider_errors_since !== null) {
-    // The provider answered: its refusals are over.
+    // The provider answered, or the payment is paid: its refusals are over.
     await trx
       .updateTable('subscription_cycles')
       .set({ provider_errors_since: null })
       .where('id', '=', cycle.id)
       .execute();
-  }
-  if (outcome.status === 'failed' && outcome.code === NEVER_MADE && tryNumber < MAX_TRIES) {
-    // The try never reached the provider (a crash before the call): nothing was charged and nobody
-    // declined, so the period is tried again at once, under the next key. A fifth try has no next
-    // one (the cycle's CHECK allows five), so it counts as that try's decline: known, left as is.
-    await trx
-      .updateTable('subscription_cycles')
-      .set({ next_attempt_at: nowIso, leased_by: null, lease_until: null, updated_at: nowIso })
-      .where('id', '=', cycle.id)
-      .execute();
-    return false;
   }
   const step = afterTry(new Date(cycle.first_attempt_at ?? nowIso), tryNumber, result);
   if (periodEndCancelDue(subscription, nowIso)) {
@@ -750,6 +786,40 @@ async function putOff(ctx: AppContext, cycleId: number) {
     .where('id', '=', cycleId)
     .where('leased_by', '=', WORKER_ID)
     .where('next_attempt_at', 'is not', null)
+    .execute();
+}
+
+/**
+ * A renewal's payment moved to paid outside this worker (a provider's webhook, a sync, the reconciler):
+ * its cycle, if it waits for a later try (processing or retrying, a next try set, no live lease), is due
+ * at once, so the worker's next pass records the period paid without a charge (prepareTry) instead of
+ * leaving it dunned, the subscription past due, until that try. Called once the payment's transaction
+ * has committed, as a statement of its own that touches the cycle's row only: it never takes a lock
+ * inside the payment's transaction (the worker locks subscription, then cycle, then payment). A cycle
+ * whose try is in flight needs nothing: that try's answer, or its read back, records the period.
+ */
+export async function renewalPaidElsewhere(
+  ctx: AppContext,
+  payment: Pick<PaymentRow, 'id' | 'subscription_id' | 'status'>,
+): Promise<void> {
+  if (payment.subscription_id === null || !wasPaid(payment.status)) return;
+  const subscription = await ctx.db
+    .selectFrom('subscriptions')
+    .select('test_clock_at')
+    .where('id', '=', payment.subscription_id)
+    .executeTakeFirst();
+  if (!subscription) return;
+  const realNowIso = ctx.clock().toISOString();
+  const nowIso = clockOf(ctx, subscription).toISOString();
+  await ctx.db
+    .updateTable('subscription_cycles')
+    .set({ next_attempt_at: nowIso, updated_at: nowIso })
+    // By its subscription first: the unique (subscription, period) index finds its few cycles.
+    .where('subscription_id', '=', payment.subscription_id)
+    .where('payment_id', '=', payment.id)
+    .where('status', 'in', ['processing', 'retrying'])
+    .where('next_attempt_at', '>', nowIso)
+    .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', realNowIso)]))
     .execute();
 }
 
