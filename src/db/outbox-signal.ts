@@ -33,6 +33,18 @@ export class OutboxSignal {
   statements = 0;
   /** Transactions begun. */
   transactions = 0;
+  /**
+   * PostgreSQL: the backend process ids of this process's pool connections (connection.ts). Each of
+   * this process's commits that writes outbox rows is signalled here at the commit, and heard again as
+   * the NOTIFY its triggers send: the webhook loop lets a NOTIFY from one of these go (ownCommit), so
+   * that a commit wakes the worker into one claim, not into a second that finds nothing.
+   */
+  readonly ownBackends = new Set<number>();
+
+  /** Whether a NOTIFY from backend `processId` is of this process's own commit (signalled already). */
+  ownCommit(processId: number | undefined): boolean {
+    return processId !== undefined && this.ownBackends.has(processId);
+  }
 
   subscribe(listener: (wrote: OutboxWrite) => void): () => void {
     this.listeners.add(listener);
