@@ -463,14 +463,23 @@ export class DeliveryWorker {
   }
 }
 
+/** Endpoint URLs' origins, parsed once per URL (endpoints are few; deliveries are many). */
+const origins = new Map<string, string>();
+
 /** The origin deliveries to `url` share a limit by; '' for none or one that does not parse. */
 function endpointOf(url: string | null): string {
   if (url === null) return '';
-  try {
-    return new URL(url).origin;
-  } catch {
-    return '';
+  let origin = origins.get(url);
+  if (origin === undefined) {
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      origin = '';
+    }
+    if (origins.size >= 1000) origins.clear();
+    origins.set(url, origin);
   }
+  return origin;
 }
 
 const workers = new WeakMap<AppContext, DeliveryWorker>();
