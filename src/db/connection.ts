@@ -68,6 +68,16 @@ export function openDatabase(config: Config['database']): DbHandle {
   });
   if (config.namedStatements) pool.on('connect', nameHotStatements);
   const outbox = new OutboxSignal();
+  // The backends of this pool, whose NOTIFYs are of commits this process signals itself (ownCommit).
+  const backend = (client: pg.PoolClient) => (client as { processID?: number | null }).processID ?? null;
+  pool.on('connect', (client) => {
+    const id = backend(client);
+    if (id !== null) outbox.ownBackends.add(id);
+  });
+  pool.on('remove', (client) => {
+    const id = backend(client);
+    if (id !== null) outbox.ownBackends.delete(id);
+  });
   const dialect = signallingDialect(new PostgresDialect({ pool }), outbox);
   const db = new Kysely<Database>({ dialect });
   registerDirectPath(db, async (text, name, values) => {

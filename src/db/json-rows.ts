@@ -3,7 +3,7 @@
 // per connection (it goes by name, prepared.ts), SQLite keeps one compiled statement, and Kysely builds
 // a handful of nodes instead of one per value (the webhook worker's outcomes: 23 values per delivery,
 // 256 deliveries a flush). Each row goes as an array of its values in the order of the columns, read
-// by position: json_array_elements on PostgreSQL, json_each on SQLite, both in the array's order.
+// by position: jsonb_array_elements on PostgreSQL, json_each on SQLite, both in the array's order.
 import { type RawBuilder, sql } from 'kysely';
 import { isPostgres } from './connection.ts';
 import type { Executor } from './database.ts';
@@ -19,6 +19,8 @@ function wellFormed(value: string | number | null): string | number | null {
   return typeof value === 'string' ? value.toWellFormed() : value;
 }
 
+type JsonColumns<Row> = { [Column in keyof Row & string]: JsonColumnType };
+
 /**
  * `select <columns> from <the rows of json>`: the columns in the order given, null where a row has none,
  * the rows in the order given (ordered by their position: an insert takes its rows' locks in that order).
@@ -26,16 +28,38 @@ function wellFormed(value: string | number | null): string | number | null {
 export function jsonRows<Row extends Record<string, string | number | null>>(
   db: Executor,
   rows: Row[],
-  columns: { [Column in keyof Row & string]: JsonColumnType },
+  columns: JsonColumns<Row>,
+): RawBuilder<Row> {
+  return jsonTable(db, jsonParameter(rows, columns), columns);
+}
+
+/** The one parameter jsonTable reads `rows` from: each row as an array of its values, in column order. */
+export function jsonParameter<Row extends Record<string, string | number | null>>(
+  rows: Row[],
+  columns: JsonColumns<Row>,
+): string {
+  const names = Object.keys(columns) as (keyof Row & string)[];
+  return JSON.stringify(rows.map((row) => names.map((name) => wellFormed(row[name]))));
+}
+
+/**
+ * jsonRows over a parameter jsonParameter made: for a prepared query (prepared.ts), which takes the
+ * parameter as one of its arguments.
+ */
+export function jsonTable<Row extends Record<string, string | number | null>>(
+  db: Executor,
+  json: string,
+  columns: JsonColumns<Row>,
 ): RawBuilder<Row> {
   const names = Object.keys(columns) as (keyof Row & string)[];
-  const json = JSON.stringify(rows.map((row) => names.map((name) => wellFormed(row[name]))));
   if (isPostgres(db)) {
-    // Arrays, not objects: each row's values in the order of `columns`, read by position.
+    // Arrays, not objects: each row's values in the order of `columns`, read by position. As jsonb,
+    // parsed once: `->>` on json text parses the row again up to the value at each read (a flush of
+    // 256 outcomes of 18 columns: 4.5-9.6 ms of the statement against 0.7-0.9 ms as jsonb).
     const read = names.map(
       (name, index) => sql`(r.value->>${sql.lit(index)})::${sql.raw(columns[name])} as ${sql.ref(name)}`,
     );
-    return sql<Row>`select ${sql.join(read)} from json_array_elements(${json}::json) with ordinality as r(value, n) order by r.n`;
+    return sql<Row>`select ${sql.join(read)} from jsonb_array_elements(${json}::jsonb) with ordinality as r(value, n) order by r.n`;
   }
   const read = names.map(
     (name, index) => sql`json_extract(r.value, ${sql.lit(`$[${index}]`)}) as ${sql.ref(name)}`,

@@ -23,7 +23,8 @@ export interface OutboxListener {
 
 export function listenForOutbox(
   database: { url: string; schema: string | null },
-  onNotify: (wrote: OutboxWrite) => void,
+  /** `processId`: the backend that sent the NOTIFY (none on a (re)connection's call). */
+  onNotify: (wrote: OutboxWrite, processId?: number) => void,
   onError: (error: unknown) => void = () => {},
 ): OutboxListener {
   let closed = false;
@@ -62,7 +63,8 @@ export function listenForOutbox(
     current.on('end', () => lost());
     current.on('notification', (message) => {
       // The triggers' payload is the table written (017): `events`, or `webhook_deliveries`.
-      if (message.channel === channel) onNotify(message.payload === 'events' ? 'events' : 'deliveries');
+      if (message.channel === channel)
+        onNotify(message.payload === 'events' ? 'events' : 'deliveries', message.processId);
     });
     try {
       await current.connect();

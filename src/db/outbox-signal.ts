@@ -15,9 +15,6 @@ import {
   type TransactionSettings,
 } from 'kysely';
 
-/** The tables whose new rows a worker sends: new events, and redeliveries or test deliveries. */
-const OUTBOX_TABLES = new Set(['events', 'webhook_deliveries']);
-
 /**
  * What a signalled commit wrote: only events, deliveries to send (perhaps with events), or it is not
  * known (another process's commit seen as a change of SQLite's write-ahead log, a LISTEN connection
@@ -36,6 +33,18 @@ export class OutboxSignal {
   statements = 0;
   /** Transactions begun. */
   transactions = 0;
+  /**
+   * PostgreSQL: the backend process ids of this process's pool connections (connection.ts). Each of
+   * this process's commits that writes outbox rows is signalled here at the commit, and heard again as
+   * the NOTIFY its triggers send: the webhook loop lets a NOTIFY from one of these go (ownCommit), so
+   * that a commit wakes the worker into one claim, not into a second that finds nothing.
+   */
+  readonly ownBackends = new Set<number>();
+
+  /** Whether a NOTIFY from backend `processId` is of this process's own commit (signalled already). */
+  ownCommit(processId: number | undefined): boolean {
+    return processId !== undefined && this.ownBackends.has(processId);
+  }
 
   subscribe(listener: (wrote: OutboxWrite) => void): () => void {
     this.listeners.add(listener);
@@ -67,10 +76,12 @@ export function outboxChannel(schema: string): string {
 }
 
 /**
- * An insert into an outbox table, unless it is an upsert: the one upsert there is the worker recording
- * an event's first delivery after its send (webhooks/outcomes.ts), which gives no worker anything to
- * send (its retry, if any, wakes the worker that scheduled it). Signalling it would wake every
- * worker at every batch of outcomes.
+ * An insert into an outbox table, unless it is the worker recording what it sent: an upsert, or an
+ * insert of deliveries from a SELECT (an INSERT … SELECT: the outcomes of a batch of sends, read from one
+ * JSON parameter, webhooks/outcomes.ts). Those rows give no worker anything to send (a retry they
+ * schedule wakes the worker that scheduled it); signalled, every flush of outcomes woke the worker
+ * into a claim and a read of its due deliveries, for nothing. A delivery to send (a redelivery, a test
+ * delivery) and an event are inserted from VALUES.
  */
 export function writesOutbox(query: CompiledQuery): boolean {
   return outboxWriteOf(query) !== null;
@@ -81,8 +92,9 @@ function outboxWriteOf(query: CompiledQuery): 'events' | 'deliveries' | null {
   const node = query.query;
   if (node.kind !== 'InsertQueryNode' || node.onConflict !== undefined) return null;
   const table = node.into?.table.identifier.name ?? '';
-  if (!OUTBOX_TABLES.has(table)) return null;
-  return table === 'events' ? 'events' : 'deliveries';
+  if (table === 'events') return 'events';
+  if (table === 'webhook_deliveries' && node.values?.kind === 'ValuesNode') return 'deliveries';
+  return null;
 }
 
 class SignallingConnection implements DatabaseConnection {

@@ -33,10 +33,18 @@ export const webhookLoops: WorkerLoop[] = [
       });
       const database = ctx.config.database;
       // Another process's commit is announced to this process's listeners as its own commits are: this
-      // loop, and the due-driven loops (src/worker/due.ts), wake on it.
+      // loop, and the due-driven loops (src/worker/due.ts), wake on it. This process's own commits were
+      // announced at the commit already: their NOTIFY, a moment later, woke the worker into a second
+      // claim that found nothing (two claims per commit of a steady stream).
       const listener =
         database.kind === 'postgres'
-          ? listenForOutbox(database, (wrote) => ctx.outbox.notify(wrote), onError)
+          ? listenForOutbox(
+              database,
+              (wrote, backend) => {
+                if (!ctx.outbox.ownCommit(backend)) ctx.outbox.notify(wrote);
+              },
+              onError,
+            )
           : watchSqliteCommits(
               database.file,
               () => ctx.outbox.committedElsewhere?.() ?? true,

@@ -1,11 +1,13 @@
 // Writes attempt outcomes in batches: the attempts log, and each delivery's new state (delivered,
 // pending with its next due time, or failed for good). An event's first delivery is inserted here, in
 // that state, and its event marked dispatched; a later attempt changes only a row this worker still
-// leases.
-import type { Kysely } from 'kysely';
+// leases. On PostgreSQL a batch is one statement (data-modifying WITH); on SQLite, one transaction.
+import { type Kysely, sql } from 'kysely';
+import { isPostgres } from '../../db/connection.ts';
 import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import { jsonIds, jsonRows } from '../../db/json-rows.ts';
+import { jsonIds, jsonParameter, jsonRows, jsonTable } from '../../db/json-rows.ts';
+import { prepareQuery } from '../../db/prepared.ts';
 import type { FirstDelivery } from './worker-store.ts';
 
 /** What happened to one attempt, and what the delivery becomes. */
@@ -57,13 +59,14 @@ const FIRST_DELIVERY_COLUMNS = {
 } as const;
 
 /**
- * Writes a batch of outcomes in one transaction. Each batch statement takes its rows as one JSON
- * parameter (json-rows.ts): the same SQL for every batch size. The events' first deliveries go in by a
- * plain insert: should another worker have written one of them first (a lease that lapsed mid-send, the
- * event sent twice), the unique index refuses it, the transaction rolls back, and the batch is written
- * again with the insert that keeps the other worker's row. An `ON CONFLICT` at every flush would check
- * each row against the table's three unique indexes before inserting it, for a conflict that a crash
- * alone makes (PostgreSQL: about a third more per row).
+ * Writes a batch of outcomes: on PostgreSQL in one statement (flushOutcomes), on SQLite in one
+ * transaction. Each batch statement takes its rows as one JSON parameter (json-rows.ts): the same SQL
+ * for every batch size. The events' first deliveries go in by a plain insert: should another worker
+ * have written one of them first (a lease that lapsed mid-send, the event sent twice), the unique index
+ * refuses it, nothing of the batch is written, and the batch is written again, in a transaction, with
+ * the insert that keeps the other worker's row. An `ON CONFLICT` at every flush would check each row
+ * against the table's three unique indexes before inserting it, for a conflict that a crash alone makes
+ * (PostgreSQL: about a third more per row).
  */
 export async function recordAttempts(
   db: Kysely<Database>,
@@ -72,11 +75,184 @@ export async function recordAttempts(
   now: string,
 ) {
   try {
-    await writeOutcomes(db, workerId, records, now, false);
+    if (isPostgres(db)) await flushOutcomes.all(db, workerId, now, outcomeRows(records));
+    else await writeOutcomes(db, workerId, records, now, false);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     await writeOutcomes(db, workerId, records, now, true);
   }
+}
+
+/**
+ * The records whose outcome a delivery row takes, by row (an event's first deliveries excepted: their
+ * rows are inserted with it). A row attempted twice in one batch (a lease that lapsed before its outcome
+ * was written, and the delivery sent again) takes its first success in the batch, else its first
+ * outcome: a later answer never undoes a delivery. Both attempts are logged all the same.
+ */
+function rowOutcomes(records: AttemptRecord[]): Map<number, AttemptRecord> {
+  const byRow = new Map<number, AttemptRecord>();
+  for (const record of records) {
+    if (record.deliveryRowId === null) continue;
+    const taken = byRow.get(record.deliveryRowId);
+    if (
+      taken === undefined ||
+      (taken.outcome.status !== 'delivered' && record.outcome.status === 'delivered')
+    )
+      byRow.set(record.deliveryRowId, record);
+  }
+  return byRow;
+}
+
+/**
+ * Each record of a PostgreSQL flush, in the order the JSON rows carry its values (jsonRows): what its
+ * attempt is logged with (`delivery_id`, its delivery row: null for an event's first delivery), the row
+ * its outcome updates (`update_row`: rowOutcomes), and what an event's first delivery row is made of.
+ */
+const OUTCOME_COLUMNS = {
+  position: 'integer',
+  update_row: 'bigint',
+  event_id: 'bigint',
+  webhook_id: 'text',
+  organization_id: 'bigint',
+  environment: 'text',
+  subject: 'text',
+  event_type: 'text',
+  status: 'text',
+  next_attempt_at: 'text',
+  ...ATTEMPT_COLUMNS,
+} as const;
+type OutcomeRow = { [Column in keyof typeof OUTCOME_COLUMNS]: string | number | null };
+
+/**
+ * The whole flush on PostgreSQL as one statement, atomic on its own (no BEGIN and COMMIT), prepared (its
+ * SQL built once, and named: built at each flush, the WITH cost more CPU than the flush's JSON): the
+ * JSON rows (outcomeRows) read once (`outcome`, materialized: it is read four times), then
+ * - `first_delivery`: the events' first deliveries inserted, in event order (as the transaction of
+ *   writeOutcomes inserts them: two flushes that hold the same events take the unique index's entries
+ *   in the same order);
+ * - `dispatched`: their events marked dispatched, by the ids the insert returns, so that no event row
+ *   is locked before its delivery's entry is taken (the order of writeOutcomes again, without which two
+ *   flushes of one event could each wait for the other);
+ * - `retried`: the later attempts' rows updated, each by one record at most (rowOutcomes), and only
+ *   while this worker holds their lease;
+ * - the attempts inserted, in the batch's order, on the rows just inserted or updated.
+ * No row is written by two parts (PostgreSQL would apply only one of them, silently): the insert
+ * writes new rows, `retried` rows that exist, `dispatched` events, and the attempts are another table.
+ */
+const flushOutcomes = prepareQuery(3, (db, workerId: string, now: string, outcomes: string) => {
+  const delivered = sql<boolean>`outcome.status = 'delivered'`;
+  const lastError = sql<string | null>`case when ${delivered} then null else outcome.error end`;
+  return db
+    .with('outcome', () => sql<OutcomeRow>`(${jsonTable(db, outcomes, OUTCOME_COLUMNS)})`)
+    .with('first_delivery', (qc) =>
+      qc
+        .insertInto('webhook_deliveries')
+        .columns(Object.keys(FIRST_DELIVERY_COLUMNS) as (keyof typeof FIRST_DELIVERY_COLUMNS)[])
+        .expression((eb) =>
+          eb
+            .selectFrom('outcome')
+            .select([
+              'outcome.webhook_id',
+              'outcome.organization_id',
+              'outcome.event_id',
+              'outcome.event_type',
+              'outcome.environment',
+              'outcome.subject',
+              'outcome.status',
+              'outcome.attempt',
+              sql<string>`coalesce(outcome.next_attempt_at, outcome.attempted_at)`.as('next_attempt_at'),
+              'outcome.response_status',
+              lastError.as('last_error'),
+              'outcome.attempted_at',
+              sql<string>`${now}`.as('updated_at'),
+              sql<string | null>`case when ${delivered} then ${now} end`.as('delivered_at'),
+            ])
+            .where('outcome.event_id', 'is not', null)
+            .orderBy('outcome.event_id'),
+        )
+        .returning(['id', 'event_id']),
+    )
+    .with('dispatched', (qc) =>
+      qc
+        .updateTable('events')
+        .set({ dispatched_at: now, locked_by: null, locked_until: null })
+        .where('id', 'in', qc.selectFrom('first_delivery').select('first_delivery.event_id')),
+    )
+    .with('retried', (qc) =>
+      qc
+        .updateTable('webhook_deliveries')
+        .from('outcome')
+        .set({
+          status: sql`outcome.status`,
+          attempt_count: sql`outcome.attempt`,
+          next_attempt_at: sql`coalesce(outcome.next_attempt_at, webhook_deliveries.next_attempt_at)`,
+          last_response_status: sql`outcome.response_status`,
+          last_error: lastError,
+          locked_by: null,
+          locked_until: null,
+          delivered_at: sql`case when ${delivered} then ${now} else webhook_deliveries.delivered_at end`,
+          updated_at: now,
+        })
+        .whereRef('webhook_deliveries.id', '=', 'outcome.update_row')
+        .where('webhook_deliveries.locked_by', '=', workerId),
+    )
+    .insertInto('webhook_attempts')
+    .columns(Object.keys(ATTEMPT_COLUMNS) as (keyof typeof ATTEMPT_COLUMNS)[])
+    .expression((eb) =>
+      eb
+        .selectFrom('outcome')
+        .leftJoin('first_delivery', 'first_delivery.event_id', 'outcome.event_id')
+        .select([
+          sql<number>`coalesce(outcome.delivery_id, first_delivery.id)`.as('delivery_id'),
+          'outcome.attempt',
+          'outcome.attempted_at',
+          'outcome.url',
+          'outcome.response_status',
+          'outcome.duration_ms',
+          'outcome.error',
+          'outcome.response_body',
+        ])
+        .orderBy('outcome.position'),
+    );
+});
+
+/** A batch's records as flushOutcomes' JSON parameter (OUTCOME_COLUMNS), in the batch's order. */
+function outcomeRows(records: AttemptRecord[]): string {
+  const updates = rowOutcomes(records);
+  const rows = records.map((record, position): OutcomeRow => {
+    const first = record.first;
+    return {
+      position,
+      update_row:
+        record.deliveryRowId !== null && updates.get(record.deliveryRowId) === record
+          ? record.deliveryRowId
+          : null,
+      event_id: first?.eventId ?? null,
+      webhook_id: record.deliveryId,
+      organization_id: first?.organizationId ?? null,
+      environment: first?.environment ?? null,
+      subject: first?.subject ?? null,
+      event_type: record.eventType,
+      status: record.outcome.status,
+      next_attempt_at: record.outcome.status === 'pending' ? record.outcome.nextAttemptAt : null,
+      ...attemptColumns(record, record.deliveryRowId),
+    };
+  });
+  return jsonParameter(rows, OUTCOME_COLUMNS);
+}
+
+/** An attempt's columns (ATTEMPT_COLUMNS), logged on `deliveryId`. */
+function attemptColumns(record: AttemptRecord, deliveryId: number | null) {
+  return {
+    delivery_id: deliveryId,
+    attempt: record.attempt,
+    attempted_at: record.attemptedAt,
+    url: record.url,
+    response_status: record.responseStatus,
+    duration_ms: record.durationMs,
+    error: record.error,
+    response_body: record.responseBody,
+  };
 }
 
 async function writeOutcomes(
@@ -94,24 +270,21 @@ async function writeOutcomes(
       .expression(
         jsonRows(
           trx,
-          records.map((record) => ({
-            delivery_id: record.deliveryRowId ?? (rowIds.get(record.first?.eventId ?? -1) as number),
-            attempt: record.attempt,
-            attempted_at: record.attemptedAt,
-            url: record.url,
-            response_status: record.responseStatus,
-            duration_ms: record.durationMs,
-            error: record.error,
-            response_body: record.responseBody,
-          })),
+          records.map((record) =>
+            attemptColumns(
+              record,
+              record.deliveryRowId ?? (rowIds.get(record.first?.eventId ?? -1) as number),
+            ),
+          ),
           ATTEMPT_COLUMNS,
         ),
       )
       .execute();
     // Successes are the bulk: one statement per (attempt number, response status) group.
+    const updates = [...rowOutcomes(records).values()];
     const groups = new Map<string, AttemptRecord[]>();
-    for (const record of records) {
-      if (record.deliveryRowId === null || record.outcome.status !== 'delivered') continue;
+    for (const record of updates) {
+      if (record.outcome.status !== 'delivered') continue;
       const key = `${record.attempt}:${record.responseStatus}`;
       groups.set(key, [...(groups.get(key) ?? []), record]);
     }
@@ -139,8 +312,8 @@ async function writeOutcomes(
         .where('locked_by', '=', workerId)
         .execute();
     }
-    for (const record of records) {
-      if (record.deliveryRowId === null || record.outcome.status === 'delivered') continue;
+    for (const record of updates) {
+      if (record.outcome.status === 'delivered') continue;
       await trx
         .updateTable('webhook_deliveries')
         .set({
@@ -153,7 +326,7 @@ async function writeOutcomes(
           locked_until: null,
           updated_at: now,
         })
-        .where('id', '=', record.deliveryRowId)
+        .where('id', '=', record.deliveryRowId as number)
         .where('locked_by', '=', workerId)
         .execute();
     }

@@ -20,26 +20,34 @@ export function secretPreview(secret: string): string {
   return `${SECRET_PREFIX}…${secret.slice(-4)}`;
 }
 
-// The key goes in as the string itself (Node keys with its UTF-8 bytes): Node 24.21 imports a Buffer key
-// anew on every HMAC, six times the cost of the HMAC (see keyObject in lib/crypto.ts).
-export function sign(secret: string, body: string | Buffer): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+// Keys made once per secret and kept (secrets are few; deliveries are many): Node 24.21 imports a Buffer
+// key anew on every HMAC, six times the cost of the HMAC (see keyObject in lib/crypto.ts), and a string
+// key is converted and imported at every call too (an HMAC of a delivery's body in a loop: 4.6 µs with
+// the string, 2.9 µs with a KeyObject).
+const signingKeys = new Map<string, KeyObject>();
+const standardKeys = new Map<string, KeyObject>();
+
+function cachedKey(cache: Map<string, KeyObject>, secret: string, bytes: () => Buffer): KeyObject {
+  let key = cache.get(secret);
+  if (key === undefined) {
+    key = createSecretKey(bytes());
+    if (cache.size >= 1000) cache.clear();
+    cache.set(secret, key);
+  }
+  return key;
 }
 
-// Decoding and importing the key would run for every delivery; secrets are few.
-const standardKeys = new Map<string, KeyObject>();
+/** The X-Webhook-Signature of `body`: keyed with the secret string's UTF-8 bytes. */
+export function sign(secret: string, body: string | Buffer): string {
+  const key = cachedKey(signingKeys, secret, () => Buffer.from(secret, 'utf8'));
+  return `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
+}
 
 /** The key of the Standard Webhooks signature: the secret's bytes (Node decodes either base64 alphabet). */
 function standardKey(secret: string): KeyObject {
-  let key = standardKeys.get(secret);
-  if (key === undefined) {
-    key = createSecretKey(
-      Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'),
-    );
-    if (standardKeys.size >= 1000) standardKeys.clear();
-    standardKeys.set(secret, key);
-  }
-  return key;
+  return cachedKey(standardKeys, secret, () =>
+    Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64'),
+  );
 }
 
 function standardSignature(secret: string, signed: string): string {

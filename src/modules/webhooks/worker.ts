@@ -47,9 +47,10 @@ const ROOM_WAIT_MS = 500;
  */
 const FLUSH_BATCH = 256;
 /**
- * Outcomes wait this long to be written together (one transaction of five statements per flush). The
- * send has happened by then; only the delivery log shows it later. At 10 ms a stream of payments
- * (the bench's pay flows, about 200 events/s) flushed every second event: 3.5 statements per payment.
+ * Outcomes wait this long to be written together (one statement per flush on PostgreSQL, a transaction
+ * of five or more on SQLite). The send has happened by then; only the delivery log shows it later. At
+ * 10 ms a stream of payments (the bench's pay flows, about 200 events/s) flushed every second event:
+ * 3.5 statements per payment when a flush was five on PostgreSQL too.
  */
 const FLUSH_DELAY_MS = 50;
 /**
@@ -105,6 +106,15 @@ export class DeliveryWorker {
   private signalled = false;
   /** One of those commits wrote a delivery to send. */
   private deliveriesSignalled = false;
+  /**
+   * The last round started sends and left nothing it knew of: its claim of events came back short and
+   * it claimed no retry. The runner runs a round that started sends again at once; while every commit is
+   * heard (hearsEveryCommit), that round's probe could only find what the commits heard since announce
+   * (they make it claim instead), and probed after every claim of a steady stream: one statement more
+   * per claim. What no commit announces is found as before: a retry at nextDueAt, a lapsed lease or
+   * events other workers' claims held at that moment at the safety poll.
+   */
+  private drained = false;
   /** Whether every commit that writes events, in any process, is announced now (OutboxListener). */
   hearsEveryCommit: () => boolean = () => false;
   /** Wakes the loop in the given ms: called when a recorded outcome schedules a retry. */
@@ -182,6 +192,9 @@ export class DeliveryWorker {
     const deliveriesSignalled = this.deliveriesSignalled;
     this.signalled = false;
     this.deliveriesSignalled = false;
+    const drained = this.drained;
+    this.drained = false;
+    if (drained && !signalled && this.hearsEveryCommit()) return 0;
     // Unless the last round's claim was full or a commit was announced (work is probably waiting: the
     // claim itself finds out), one read says what there is.
     const probe = this.outboxBusy || signalled ? null : await probeWork(this.ctx.db, lease.now);
@@ -200,6 +213,7 @@ export class DeliveryWorker {
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
     started += dispatched.events;
     room -= dispatched.claimed.length;
+    let dueClaimed = 0;
     const recentlyNoneDue =
       probe === null &&
       signalled &&
@@ -218,6 +232,7 @@ export class DeliveryWorker {
       const due = await claimDueDeliveries(this.ctx.db, dueLease, Math.min(room, CLAIM_BATCH), known);
       for (const delivery of due.claimed) this.start(delivery, dueLease);
       started += due.claimed.length;
+      dueClaimed = due.claimed.length;
       this.nextDueAt = due.nextDueAt === null ? null : Date.parse(due.nextDueAt);
       // Retries were claimed: more may be due (the claim was bounded), so the next round reads again.
       if (due.claimed.length > 0) this.dueReadAt = Number.NEGATIVE_INFINITY;
@@ -226,6 +241,7 @@ export class DeliveryWorker {
     // keeps the warm poll, not the safety poll, so this worker tries again in a few milliseconds.
     if (started > 0 || probe?.events) this.lastWorkAt = Date.now();
     if (started > 0) this.lastClaimAt = this.lastRoundAt;
+    this.drained = started > 0 && !this.outboxBusy && dueClaimed === 0;
     return started;
   }
 
@@ -447,14 +463,23 @@ export class DeliveryWorker {
   }
 }
 
+/** Endpoint URLs' origins, parsed once per URL (endpoints are few; deliveries are many). */
+const origins = new Map<string, string>();
+
 /** The origin deliveries to `url` share a limit by; '' for none or one that does not parse. */
 function endpointOf(url: string | null): string {
   if (url === null) return '';
-  try {
-    return new URL(url).origin;
-  } catch {
-    return '';
+  let origin = origins.get(url);
+  if (origin === undefined) {
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      origin = '';
+    }
+    if (origins.size >= 1000) origins.clear();
+    origins.set(url, origin);
   }
+  return origin;
 }
 
 const workers = new WeakMap<AppContext, DeliveryWorker>();
