@@ -6,7 +6,9 @@
 // wrapper every statement passes through, so no path can forget the flush). So every read sees the
 // transaction's own writes, and a write that fails makes the transaction fail before anything after it
 // is sent, its error rolling the whole transaction back as it would have at the call site (the error
-// is the database's own: the same code and message). It saves a round trip and a statement per write.
+// is the database's own: the same code and message; a caller that catches the error of the statement
+// it surfaced at cannot commit: the commit throws it again). Each write held with others saves a
+// statement and its round trip.
 //
 // SQLite runs a deferred write at once: it is in-process, a statement costs microseconds there, and it
 // has no data-modifying WITH. Outside a transaction (or on a connection without write-behind) a deferred
@@ -25,9 +27,10 @@
 //   written in reverse (test/write-behind.test.ts pins it). The order decides the order of the row locks
 //   the writes take, which stays what the code says.
 // - Constraints behave as for separate statements: CHECK and UNIQUE per row, FOREIGN KEY checks at the
-//   end of the statement (they see every CTE's rows), and triggers fire per CTE. A trigger that wrote
-//   another table's rows would escape the rule above; none of Kassa's does (migrations 017 and 018:
-//   the outbox's NOTIFY, the refunds' check that locks and reads its payment).
+//   end of the statement (they see every CTE's rows), and triggers fire per CTE. A trigger that reads
+//   or writes another table, or a foreign key's ON DELETE / ON UPDATE action, escapes the rule above:
+//   Kassa has no such action, and its triggers send a NOTIFY (migration 017) or read what no write
+//   changes (018: a refund's payment's gross, organization, environment and currency).
 import { type Compilable, CompiledQuery, type DatabaseConnection, type OperationNode } from 'kysely';
 import type { Executor } from './database.ts';
 import { nameFlush } from './prepared.ts';

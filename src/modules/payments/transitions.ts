@@ -24,7 +24,8 @@ const GIVEN_UP: readonly PaymentStatus[] = ['failed', 'canceled'];
  */
 async function flagConflict(trx: Executor, payment: PaymentRow, now: string): Promise<string> {
   const conflict = `The provider reports this payment paid after Kassa marked it ${payment.status} (${now}): refund it at the provider or honour the order.`;
-  // Called under the row's lock on a row without a conflict: the guard is for a reader of this alone.
+  // Called under the row's lock on a row without a conflict: the guard cannot refuse it, and the caller
+  // knows the row it makes.
   await trx
     .updateTable('payments')
     .set({ provider_conflict: conflict })
@@ -187,7 +188,8 @@ export async function applyProviderState(
   // Paid with its deposit in, and not settled yet: settled now, its settled_at stamped by the update
   // below and the wallet credited at the end. The settlement's movement is the one write whose answer
   // is needed (its id for the entries, the organization's reserve terms; none if it was posted before),
-  // so it goes first: every write after it is held back and sent with the commit, in the order below.
+  // so it goes first: on PostgreSQL every write after it is held back and sent with the commit, in the
+  // order below (write-behind.ts).
   const settling = (visible || quiet) && nowPaid && deposit === 'succeeded' && payment.settled_at === null;
   const settlement = settling ? await postSettlement(trx, payment, now) : null;
   await writeAttempts(trx, plan);
