@@ -47,7 +47,7 @@ export function openDatabase(config: Config['database']): DbHandle {
     // CLI, a worker) wrote in between, its upgrade to a write fails at once with SQLITE_BUSY. In one
     // process nothing changes (Kysely runs one transaction at a time on the single connection).
     const db = new Kysely<Database>({
-      dialect: signallingDialect(new SqliteDialect({ database }), outbox, 'begin immediate'),
+      dialect: signallingDialect(new SqliteDialect({ database }), outbox, { begin: 'begin immediate' }),
     });
     registerDirectPath(db, async (text, _name, values) => {
       // Synchronous from here to the answer: no other statement can run in between. Anything but a
@@ -78,7 +78,8 @@ export function openDatabase(config: Config['database']): DbHandle {
     const id = backend(client);
     if (id !== null) outbox.ownBackends.delete(id);
   });
-  const dialect = signallingDialect(new PostgresDialect({ pool }), outbox);
+  // Writes handed to deferWrite in a transaction go to the server with its next statement (write-behind.ts).
+  const dialect = signallingDialect(new PostgresDialect({ pool }), outbox, { writeBehind: true });
   const db = new Kysely<Database>({ dialect });
   registerDirectPath(db, async (text, name, values) => {
     outbox.statements++;

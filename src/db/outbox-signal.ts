@@ -14,6 +14,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { type WriteBehindConnection, WriteBuffer } from './write-behind.ts';
 
 /**
  * What a signalled commit wrote: only events, deliveries to send (perhaps with events), or it is not
@@ -97,32 +98,78 @@ function outboxWriteOf(query: CompiledQuery): 'events' | 'deliveries' | null {
   return null;
 }
 
-class SignallingConnection implements DatabaseConnection {
+class SignallingConnection implements WriteBehindConnection {
   inTransaction = false;
   /** What the transaction wrote to the outbox so far (null: nothing). */
   wroteOutbox: 'events' | 'deliveries' | null = null;
   readonly inner: DatabaseConnection;
   private readonly driver: SignallingDriver;
+  /** The writes held back in the open transaction (write-behind.ts); null: every write runs at once. */
+  private readonly held: WriteBuffer | null;
 
   constructor(inner: DatabaseConnection, driver: SignallingDriver) {
     this.inner = inner;
     this.driver = driver;
+    this.held = driver.writeBehind ? new WriteBuffer() : null;
   }
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    await this.flush();
     this.driver.signal.statements++;
     const result = await this.inner.executeQuery<R>(query);
-    const wrote = outboxWriteOf(query);
-    if (wrote !== null) {
-      if (!this.inTransaction) this.driver.signal.notify(wrote);
-      else if (this.wroteOutbox !== 'deliveries') this.wroteOutbox = wrote;
-    }
+    this.noteOutboxWrite(query);
     return result;
   }
 
-  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+  async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    await this.flush();
     this.driver.signal.statements++;
-    return this.inner.streamQuery<R>(query, chunkSize);
+    yield* this.inner.streamQuery<R>(query, chunkSize);
+  }
+
+  /** Holds `query` back until the transaction's next statement or its commit, or runs it now. */
+  async deferWrite(query: CompiledQuery): Promise<void> {
+    const write = this.held !== null && this.inTransaction ? WriteBuffer.heldWrite(query) : null;
+    if (this.held === null || write === null) {
+      await this.executeQuery(query);
+      return;
+    }
+    if (this.held.mustFlushBefore(write)) await this.flush();
+    this.held.hold(write);
+    this.noteOutboxWrite(query);
+  }
+
+  /** Sends the held writes, as one statement. */
+  async flush(): Promise<void> {
+    const statement = this.held?.take();
+    if (!statement) return;
+    this.driver.signal.statements++;
+    try {
+      await this.inner.executeQuery(statement);
+    } catch (error) {
+      this.flushError = { error };
+      throw error;
+    }
+  }
+
+  /**
+   * The error of a flush that failed, thrown again at the commit: the statement it surfaced at may have
+   * been one whose caller catches its own errors (a unique violation taken for a concurrent insert), and
+   * PostgreSQL answers a COMMIT of a failed transaction with a rollback, not an error.
+   */
+  flushError: { error: unknown } | null = null;
+
+  /** Forgets the held writes (a rollback) and a failed flush. */
+  dropHeldWrites(): void {
+    this.held?.clear();
+    this.flushError = null;
+  }
+
+  private noteOutboxWrite(query: CompiledQuery): void {
+    const wrote = outboxWriteOf(query);
+    if (wrote === null) return;
+    if (!this.inTransaction) this.driver.signal.notify(wrote);
+    else if (this.wroteOutbox !== 'deliveries') this.wroteOutbox = wrote;
   }
 }
 
@@ -141,17 +188,29 @@ class SignallingDriver implements Driver {
 
   /** The statement that begins a transaction, when not the inner driver's. */
   private readonly begin: CompiledQuery | null;
+  /** Transactions hold deferred writes back (write-behind.ts). */
+  readonly writeBehind: boolean;
 
-  constructor(inner: Driver, signal: OutboxSignal, begin: string | null) {
+  constructor(inner: Driver, signal: OutboxSignal, options: SignallingOptions) {
     this.inner = inner;
     this.signal = signal;
-    this.begin = begin === null ? null : CompiledQuery.raw(begin);
+    this.begin = options.begin === undefined ? null : CompiledQuery.raw(options.begin);
+    this.writeBehind = options.writeBehind ?? false;
     const { savepoint, rollbackToSavepoint, releaseSavepoint } = inner;
-    const delegate = (method: Savepoint | undefined): Savepoint | undefined =>
-      method && ((connection, name, compile) => method.call(inner, unwrap(connection), name, compile));
-    this.savepoint = delegate(savepoint);
-    this.rollbackToSavepoint = delegate(rollbackToSavepoint);
-    this.releaseSavepoint = delegate(releaseSavepoint);
+    // Held writes go before a savepoint (a rollback to it must not undo them); those held after it are
+    // dropped by a rollback to it, which undoes them.
+    const delegate = (
+      method: Savepoint | undefined,
+      before: (connection: SignallingConnection) => Promise<void> | void,
+    ): Savepoint | undefined =>
+      method &&
+      (async (connection, name, compile) => {
+        if (connection instanceof SignallingConnection) await before(connection);
+        return method.call(inner, unwrap(connection), name, compile);
+      });
+    this.savepoint = delegate(savepoint, (connection) => connection.flush());
+    this.rollbackToSavepoint = delegate(rollbackToSavepoint, (connection) => connection.dropHeldWrites());
+    this.releaseSavepoint = delegate(releaseSavepoint, () => {});
   }
 
   init(): Promise<void> {
@@ -170,10 +229,17 @@ class SignallingDriver implements Driver {
     if (connection instanceof SignallingConnection) {
       connection.inTransaction = true;
       connection.wroteOutbox = null;
+      connection.dropHeldWrites();
     }
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    // The held writes first: if they fail (now or at an earlier flush), COMMIT is not sent and Kysely
+    // rolls the transaction back.
+    if (connection instanceof SignallingConnection) {
+      if (connection.flushError !== null) throw connection.flushError.error;
+      await connection.flush();
+    }
     const wrote = connection instanceof SignallingConnection ? connection.wroteOutbox : null;
     this.signal.statements++;
     await this.inner.commitTransaction(unwrap(connection));
@@ -199,6 +265,7 @@ class SignallingDriver implements Driver {
     if (!(connection instanceof SignallingConnection)) return;
     connection.inTransaction = false;
     connection.wroteOutbox = null;
+    connection.dropHeldWrites();
   }
 }
 
@@ -206,18 +273,25 @@ function unwrap(connection: DatabaseConnection): DatabaseConnection {
   return connection instanceof SignallingConnection ? connection.inner : connection;
 }
 
+export interface SignallingOptions {
+  /** The statement that begins a transaction (SQLite: BEGIN IMMEDIATE, see connection.ts). */
+  begin?: string;
+  /** Transactions hold deferred writes back and send them as one statement (PostgreSQL: write-behind.ts). */
+  writeBehind?: boolean;
+}
+
 /**
- * `dialect`, with commits that write outbox rows signalled to this process's listeners, and
- * transactions begun with `begin` when given (SQLite: BEGIN IMMEDIATE, see connection.ts).
+ * `dialect`, with commits that write outbox rows signalled to this process's listeners, every
+ * statement counted, and the `options` above.
  */
 export function signallingDialect(
   dialect: Dialect,
   signal: OutboxSignal,
-  begin: string | null = null,
+  options: SignallingOptions = {},
 ): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),
-    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, begin),
+    createDriver: () => new SignallingDriver(dialect.createDriver(), signal, options),
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createIntrospector: (db) => dialect.createIntrospector(db),
   };

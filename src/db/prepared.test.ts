@@ -2,7 +2,7 @@
 // bounds; the named statements themselves are exercised by the whole PostgreSQL suite.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { statementName } from './prepared.ts';
+import { nameFlush, statementName } from './prepared.ts';
 
 test('SQL with parameters is named when it is sent a second time, and keeps its name', () => {
   const text = 'select id, status from payments where id = $1';
@@ -47,4 +47,22 @@ test('at most 300 statements are named; later SQL goes unnamed', () => {
   const late = 'select $1::int - 1';
   statementName(late, 1);
   assert.equal(statementName(late, 1), undefined);
+});
+
+test('a flush of held writes is named at its second sight, even with a list after IN or rows of VALUES', () => {
+  const flush =
+    'with w2 as (update ops set state = $3 where id = $4 and state in ($5, $6)), ' +
+    'w1 as (insert into entries (a, b) values ($1, $2), ($7, $8)) select 1';
+  assert.equal(statementName(flush, 8), undefined, 'as any SQL: a batch is never named');
+  nameFlush(flush);
+  assert.equal(statementName(flush, 8), undefined, 'first sight of the flush: still unnamed');
+  nameFlush(flush);
+  const name = statementName(flush, 8);
+  assert.match(name ?? '', /^kassa_\d+$/);
+  nameFlush(flush);
+  assert.equal(statementName(flush, 8), name, 'keeps its name');
+  const reading =
+    'with w2 as (delete from t where id = $2), w1 as (insert into u select * from v where id = $1) select 1';
+  for (let n = 0; n < 3; n++) nameFlush(reading);
+  assert.equal(statementName(reading, 2), undefined, 'SQL that reads * is never named');
 });

@@ -64,6 +64,32 @@ export function statementName(text: string, parameters: number): string | undefi
   return given;
 }
 
+/**
+ * A flush of the writes a transaction held back (write-behind.ts) is one statement made of several
+ * writes, the same SQL each time the same code runs: it is named at its second sight as well, from a
+ * budget of its own (FLUSH_NAME_MAX, so that flushes never take the names other SQL would get), even
+ * when a part has a list after IN or a few rows of VALUES: their sizes come from the code (a
+ * settlement's two or three entries), and the budget bounds the variants. Not named: SQL that reads `*`
+ * or is longer than AUTO_NAME_MAX_LENGTH, as above.
+ */
+const FLUSH_NAME_MAX = 100;
+const flushesSeenOnce = new Set<string>();
+let flushesNamed = 0;
+
+/** Names the SQL of a flush (above) when it is seen the second time. */
+export function nameFlush(text: string): void {
+  if (statementNames.has(text) || flushesNamed >= FLUSH_NAME_MAX) return;
+  if (text.length > AUTO_NAME_MAX_LENGTH || READS_EVERY_COLUMN.test(text)) return;
+  if (!flushesSeenOnce.has(text)) {
+    if (flushesSeenOnce.size >= AUTO_NAME_CANDIDATES) flushesSeenOnce.clear();
+    flushesSeenOnce.add(text);
+    return;
+  }
+  flushesSeenOnce.delete(text);
+  flushesNamed++;
+  statementNames.set(text, `kassa_${statementNames.size + 1}`);
+}
+
 type QueryFunction = (...args: unknown[]) => unknown;
 
 /** Makes `client` send SQL by name (pg's `{ name, text, values }`): prepared queries' and repeated SQL. */

@@ -36,7 +36,7 @@ export function customerErrorMessage(errorMessage: string | null): string | null
  * transaction.status_changed).
  */
 export async function failAfterDeclineLimit<
-  T extends { payment: PaymentRow; changed: boolean; attempts: DepositAttemptRow[] },
+  T extends { payment: PaymentRow; changed: boolean; attempts: Pick<DepositAttemptRow, 'status'>[] },
 >(trx: Executor, recorded: T, now: string): Promise<T> {
   if (recorded.payment.status !== 'processing') return recorded;
   if (recorded.attempts.filter((attempt) => isDecline(attempt.status)).length < MAX_DECLINES) return recorded;

@@ -62,7 +62,7 @@ export function presentAction(action: NextAction) {
  * An attempt as the hosted page shows it: the interface's fields plus the card's brand and last 4, with
  * one generic decline message instead of the bank's reason (card testing: see card-testing.ts).
  */
-export function presentHostedAttempt(row: DepositAttemptRow) {
+export function presentHostedAttempt(row: Omit<DepositAttemptRow, 'id'>) {
   return {
     ...presentAttempt(row),
     errorMessage: customerErrorMessage(row.error_message),

@@ -13,8 +13,9 @@ import { callProvider } from '../../provider/operations/perform.ts';
 import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
 import type { CardInput, PaymentWrite } from '../../provider/types.ts';
 import { lockLinkByUuid } from '../payment-links/store.ts';
+import type { RecordedAttempt } from '../payments/attempts.ts';
 import * as payments from '../payments/store.ts';
-import type { DepositAttemptRow, PaymentRow } from '../payments/table.ts';
+import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState } from '../payments/transitions.ts';
 import { savesCardOnly, saveTrialCard, signupCustomer } from '../subscriptions/signup.ts';
 import { failAfterDeclineLimit } from './card-testing.ts';
@@ -244,7 +245,7 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
       const state = write.payment;
       let current = payment;
       // The payment's attempts, newest first, when this transaction recorded them (null: read after).
-      let attempts: DepositAttemptRow[] | null = null;
+      let attempts: RecordedAttempt[] | null = null;
       if (state) {
         const own = state.attempts.find((attempt) => attempt.idempotencyKey === operation.idempotency_key);
         const summary = own ? { attemptId: own.attemptId, brand: card.brand, last4: card.last4 } : null;

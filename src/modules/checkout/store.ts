@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { prepareInsert, prepareQuery } from '../../db/prepared.ts';
+import { deferWrite } from '../../db/write-behind.ts';
 import { isPublicId, sha256Hex } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { PAYMENT_COLUMNS, type PaymentRow } from '../payments/table.ts';
@@ -191,7 +192,8 @@ export async function updateSession(
     >
   >,
 ): Promise<void> {
-  await db.updateTable('checkout_sessions').set(changes).where('id', '=', id).execute();
+  // Nothing read back: in a transaction on PostgreSQL it goes with the next statement (write-behind.ts).
+  await deferWrite(db, db.updateTable('checkout_sessions').set(changes).where('id', '=', id));
 }
 
 /**

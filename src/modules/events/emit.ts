@@ -1,6 +1,7 @@
-// The one function that writes an event. Call it inside the transaction of the change that causes
-// the event: the outbox row commits with the change or not at all. Delivery reads the outbox later.
+// The one insert of an event (emitEvent, or deferEvent when its id is not needed). Call it inside the
+// transaction of the change that causes the event: the outbox row commits with the change or not at all. Delivery reads the outbox later.
 import type { Executor } from '../../db/database.ts';
+import { deferWrite } from '../../db/write-behind.ts';
 import type { Environment } from '../api-keys/table.ts';
 
 export type EventType =
@@ -20,19 +21,24 @@ export interface NewEvent {
   now: string;
 }
 
-export async function emitEvent(db: Executor, event: NewEvent): Promise<number> {
+function insertEvent(db: Executor, event: NewEvent) {
   const body = { event: event.type, ...event.payload, livemode: event.environment === 'production' };
-  const row = await db
-    .insertInto('events')
-    .values({
-      organization_id: event.organizationId,
-      environment: event.environment,
-      type: event.type,
-      subject: event.subject,
-      payload: JSON.stringify(body),
-      created_at: event.now,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+  return db.insertInto('events').values({
+    organization_id: event.organizationId,
+    environment: event.environment,
+    type: event.type,
+    subject: event.subject,
+    payload: JSON.stringify(body),
+    created_at: event.now,
+  });
+}
+
+export async function emitEvent(db: Executor, event: NewEvent): Promise<number> {
+  const row = await insertEvent(db, event).returning('id').executeTakeFirstOrThrow();
   return row.id;
+}
+
+/** emitEvent for a caller that needs no id: the insert goes with the transaction's next statement (write-behind.ts). */
+export function deferEvent(db: Executor, event: NewEvent): Promise<void> {
+  return deferWrite(db, insertEvent(db, event));
 }

@@ -3,7 +3,7 @@
 import type { Executor } from '../../db/database.ts';
 import { formatAmount, percentNumber, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
-import { emitEvent } from '../events/emit.ts';
+import { deferEvent, emitEvent } from '../events/emit.ts';
 import { presentAttempt, presentReferences } from './present.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
@@ -47,7 +47,7 @@ export async function emitPaymentEvent(
   now: string,
   known: PaymentEventContext | null = null,
 ): Promise<void> {
-  await emitEvent(trx, {
+  await deferEvent(trx, {
     organizationId: payment.organization_id,
     environment: payment.environment,
     type: 'transaction.status_changed',

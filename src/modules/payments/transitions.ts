@@ -2,17 +2,18 @@
 // the row, its attempts, the settlement and the transaction.status_changed event move together.
 // Each one locks the row and re-reads it first, so concurrent callers apply an outcome once.
 import type { Executor } from '../../db/database.ts';
+import { deferWrite } from '../../db/write-behind.ts';
 import { newPublicId } from '../../lib/ids.ts';
 import { convert, percentOf, RATE_SCALE, toBigInt } from '../../lib/money.ts';
 import type { ProviderPaymentOutcome, ProviderPaymentState } from '../../provider/types.ts';
 import { attemptInFlight, isExpired } from '../checkout/status.ts';
 import type { CheckoutSessionRow } from '../checkout/table.ts';
 import { onSignupPaymentPaid } from '../subscriptions/signup.ts';
-import { settlePayment } from '../wallet/settlement.ts';
-import { type CardSummary, recordAttempts } from './attempts.ts';
+import { creditSettlement, postSettlement } from '../wallet/settlement.ts';
+import { type CardSummary, planAttempts, type RecordedAttempt, writeAttempts } from './attempts.ts';
 import { emitPaymentEvent } from './events.ts';
 import * as store from './store.ts';
-import { type DepositAttemptRow, PAYMENT_COLUMNS, type PaymentRow, type PaymentStatus } from './table.ts';
+import { PAYMENT_COLUMNS, type PaymentRow, type PaymentStatus } from './table.ts';
 
 /** Statuses of a payment Kassa gave up on: a provider success after them is a conflict, not a move. */
 const GIVEN_UP: readonly PaymentStatus[] = ['failed', 'canceled'];
@@ -21,15 +22,17 @@ const GIVEN_UP: readonly PaymentStatus[] = ['failed', 'canceled'];
  * The provider charged a payment Kassa had already failed or canceled (its checkout expired while the
  * customer's browser was still confirming): nothing moves back, a person decides (refund or honour it).
  */
-async function flagConflict(trx: Executor, payment: PaymentRow, now: string) {
+async function flagConflict(trx: Executor, payment: PaymentRow, now: string): Promise<string> {
+  const conflict = `The provider reports this payment paid after Kassa marked it ${payment.status} (${now}): refund it at the provider or honour the order.`;
+  // Called under the row's lock on a row without a conflict: the guard cannot refuse it, and the caller
+  // knows the row it makes.
   await trx
     .updateTable('payments')
-    .set({
-      provider_conflict: `The provider reports this payment paid after Kassa marked it ${payment.status} (${now}): refund it at the provider or honour the order.`,
-    })
+    .set({ provider_conflict: conflict })
     .where('id', '=', payment.id)
     .where('provider_conflict', 'is', null)
     .execute();
+  return conflict;
 }
 
 /** Statuses of a payment that was paid: its deposit may still settle. */
@@ -136,11 +139,11 @@ export async function applyProviderState(
    * transaction again the plain way when it does (recordAttemptAnswer in checkout/pay.ts).
    */
   lockWithoutWaiting = false,
-): Promise<{ payment: PaymentRow; changed: boolean; attempts: DepositAttemptRow[] }> {
+): Promise<{ payment: PaymentRow; changed: boolean; attempts: RecordedAttempt[] }> {
   const locked = lockWithoutWaiting
     ? await store.lockPaymentWithAttempts(trx, paymentId)
     : { payment: await store.lockPayment(trx, paymentId), attempts: null };
-  const payment = locked?.payment;
+  let payment = locked?.payment;
   if (!payment) throw new Error(`payment ${paymentId} not found`);
   if (payment.provider_payment_id !== null && payment.provider_payment_id !== state.providerPaymentId) {
     throw new Error(`payment ${payment.public_id}: provider payment id mismatch`);
@@ -150,14 +153,15 @@ export async function applyProviderState(
     GIVEN_UP.includes(payment.status) &&
     payment.provider_conflict === null
   ) {
-    await flagConflict(trx, payment, now);
+    payment = { ...payment, provider_conflict: await flagConflict(trx, payment, now) };
   }
-  const { changed: attemptsChanged, attempts } = await recordAttempts(
-    trx,
+  // Everything below is worked out from the row and its attempts as read under this transaction's lock:
+  // no other transaction can change them, so the writes need not read anything back (write-behind.ts).
+  const plan = planAttempts(
     payment,
+    locked?.attempts ?? (await store.attemptsOf(trx, payment.id)),
     state.attempts,
     card,
-    locked?.attempts ?? null,
   );
   let status = nextStatus(payment.status, state.outcome);
   if (
@@ -173,7 +177,7 @@ export async function applyProviderState(
   if (nowPaid && state.outcome === 'PAYMENT_SUCCESS' && deposit !== 'succeeded') {
     deposit = state.depositStatus ?? 'succeeded';
   }
-  const visible = status !== null || attemptsChanged;
+  const visible = status !== null || plan.changed;
   const nextAction =
     state.nextAction && (status ?? payment.status) === 'processing' ? JSON.stringify(state.nextAction) : null;
   const quiet =
@@ -181,25 +185,28 @@ export async function applyProviderState(
     state.refundState !== payment.provider_refund_state ||
     nextAction !== payment.next_action ||
     payment.provider_payment_id === null;
+  // Paid with its deposit in, and not settled yet: settled now, its settled_at stamped by the update
+  // below and the wallet credited at the end. The settlement's movement is the one write whose answer
+  // is needed (its id for the entries, the organization's reserve terms; none if it was posted before),
+  // so it goes first: on PostgreSQL every write after it is held back and sent with the commit, in the
+  // order below (write-behind.ts).
+  const settling = (visible || quiet) && nowPaid && deposit === 'succeeded' && payment.settled_at === null;
+  const settlement = settling ? await postSettlement(trx, payment, now) : null;
+  await writeAttempts(trx, plan);
+  const { attempts } = plan;
   if (!visible && !quiet) return { payment, changed: false, attempts };
-  // Paid with its deposit in, and not settled yet (under this transaction's lock): settled now, its
-  // settled_at stamped by this update and the wallet credited at the end.
-  const settling = nowPaid && deposit === 'succeeded' && payment.settled_at === null;
-  let updated = await trx
-    .updateTable('payments')
-    .set({
-      status: status ?? payment.status,
-      deposit_status: deposit,
-      provider_payment_id: state.providerPaymentId,
-      provider_refund_state: state.refundState,
-      next_action: nextAction,
-      updated_at: visible ? now : payment.updated_at,
-      settled_at: settling ? now : payment.settled_at,
-    })
-    .where('id', '=', payment.id)
-    .where('status', '=', payment.status)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const changes = {
+    status: status ?? payment.status,
+    deposit_status: deposit,
+    provider_payment_id: state.providerPaymentId,
+    provider_refund_state: state.refundState,
+    next_action: nextAction,
+    updated_at: visible ? now : payment.updated_at,
+    settled_at: settling ? now : payment.settled_at,
+  };
+  // Under the lock the row is the one read: the update needs no guard, and the row it makes is known.
+  await deferWrite(trx, trx.updateTable('payments').set(changes).where('id', '=', payment.id));
+  let updated: PaymentRow = { ...payment, ...changes };
   // A signup's first payment: once it is paid, its subscription exists (with the card it saved). A
   // caller that holds the checkout tells whether it is a signup; otherwise it is looked up.
   const signup = checkout === null ? null : checkout.subscription_plan_id !== null;
@@ -207,10 +214,10 @@ export async function applyProviderState(
     if (await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now))
       updated = (await store.lockPayment(trx, updated.id)) ?? updated;
   }
-  // The attempts as recordAttempts left them under this transaction's lock: the event need not read them.
+  // The attempts as planned under this transaction's lock: the event need not read them.
   if (visible) await emitPaymentEvent(trx, updated, now, checkout === null ? null : { checkout, attempts });
   // Last: the wallet's row is what every payment of the organization waits for (settlement.ts).
-  if (settling) await settlePayment(trx, updated, now, true);
+  if (settlement !== null) await creditSettlement(trx, updated, settlement, now);
   return { payment: updated, changed: visible, attempts };
 }
 

@@ -2,6 +2,7 @@
 // deltas to the wallet row in the same transaction. Every money change of the wallet goes through here.
 import { sql } from 'kysely';
 import type { Executor } from '../../db/database.ts';
+import { deferWrite } from '../../db/write-behind.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { type Buckets, bucketsOf } from './arithmetic.ts';
 import type { LedgerAccount, MovementKind } from './table.ts';
@@ -119,7 +120,8 @@ function balancedEntries(movement: Pick<NewMovement, 'kind' | 'entries'>): [Ledg
 /**
  * Writes a posted movement's (balanced) entries and applies their bucket deltas to the wallet row, that
  * update last: it takes the wallet's row lock on PostgreSQL if the caller had not, and holds it to the
- * commit.
+ * commit. Nothing is read back: both go with the transaction's next statement (write-behind.ts), and a
+ * bucket the CHECK constraints refuse fails the transaction there.
  */
 async function postEntries(
   trx: Executor,
@@ -129,9 +131,9 @@ async function postEntries(
   now: string,
 ): Promise<void> {
   if (entries.length === 0) return;
-  await trx
-    .insertInto('wallet_entries')
-    .values(
+  await deferWrite(
+    trx,
+    trx.insertInto('wallet_entries').values(
       entries.map(([account, amount]) => ({
         movement_id: movementId,
         wallet_id: walletId,
@@ -139,22 +141,24 @@ async function postEntries(
         amount: Number(amount),
         created_at: now,
       })),
-    )
-    .execute();
+    ),
+  );
   const delta = (bucket: (typeof BUCKETS)[number]) =>
     entries.find(([account]) => account === bucket)?.[1] ?? 0n;
   if (BUCKETS.some((bucket) => delta(bucket) !== 0n)) {
     // Relative updates: the CHECK constraints refuse any result below zero or an uncovered hold.
-    await trx
-      .updateTable('wallets')
-      .set({
-        balance: sql`balance + ${Number(delta('balance'))}`,
-        reserve: sql`reserve + ${Number(delta('reserve'))}`,
-        held: sql`held + ${Number(delta('held'))}`,
-        updated_at: now,
-      })
-      .where('id', '=', walletId)
-      .execute();
+    await deferWrite(
+      trx,
+      trx
+        .updateTable('wallets')
+        .set({
+          balance: sql`balance + ${Number(delta('balance'))}`,
+          reserve: sql`reserve + ${Number(delta('reserve'))}`,
+          held: sql`held + ${Number(delta('held'))}`,
+          updated_at: now,
+        })
+        .where('id', '=', walletId),
+    );
   }
 }
 

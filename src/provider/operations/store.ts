@@ -3,6 +3,7 @@
 // point leaves a row the reconciler finishes (reconciler.ts).
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
+import { deferWrite } from '../../db/write-behind.ts';
 import type { Environment } from '../../modules/api-keys/table.ts';
 import type { KnownOutcome, ProviderOutcome } from '../types.ts';
 import type { OperationRow } from './table.ts';
@@ -85,23 +86,29 @@ export async function settleOperation(
   providerObjectId: string | null,
   now: string,
 ): Promise<void> {
+  // Nothing is read back (whether the row was still open is the guard's to decide): the update goes with
+  // the transaction's next statement (write-behind.ts).
   if (outcome.status === 'unknown') {
-    await trx
-      .updateTable('provider_operations')
-      .set({ state: 'unknown', last_read_error: outcome.reason.slice(0, 500), updated_at: now })
-      .where('id', '=', operationId)
-      .where('state', '=', 'in_flight')
-      .execute();
+    await deferWrite(
+      trx,
+      trx
+        .updateTable('provider_operations')
+        .set({ state: 'unknown', last_read_error: outcome.reason.slice(0, 500), updated_at: now })
+        .where('id', '=', operationId)
+        .where('state', '=', 'in_flight'),
+    );
     return;
   }
-  await trx
-    .updateTable('provider_operations')
-    .set(settled(outcome, providerObjectId, now))
-    .where('id', '=', operationId)
-    .where((eb) =>
-      eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
-    )
-    .execute();
+  await deferWrite(
+    trx,
+    trx
+      .updateTable('provider_operations')
+      .set(settled(outcome, providerObjectId, now))
+      .where('id', '=', operationId)
+      .where((eb) =>
+        eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
+      ),
+  );
 }
 
 function settled(outcome: KnownOutcome, providerObjectId: string | null, now: string) {
