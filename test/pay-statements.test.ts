@@ -16,16 +16,16 @@ import {
 
 /**
  * A card payment's request, on each database:
- * - the checkout read by its token: 1;
- * - the attempt's transaction: BEGIN, the slot, the payment, its event, the write-ahead operation,
- *   COMMIT: 6;
+ * - the attempt's transaction: BEGIN, the slot claimed by the checkout's token (no read before it,
+ *   checkout-pay-order.test.ts), the payment opened, its event and the write-ahead operation (one
+ *   statement on PostgreSQL: recordNewOperation; two on SQLite), COMMIT: 5 (6 on SQLite);
  * - the simulator's own row: 1;
  * - the answer's transaction. PostgreSQL: BEGIN, the payment locked with its attempts, the settlement's
  *   movement (a paid payment), the writes (the attempt, the payment, its event, the reserve, the
  *   entries, the wallet, the operation's outcome, the slot freed) as one statement, COMMIT: 5, or 4 for
  *   a decline (no settlement). SQLite: each write a statement of its own, 12 and 8.
  */
-const PAY = DB_KIND === 'postgres' ? { paid: 13, declined: 12 } : { paid: 20, declined: 16 };
+const PAY = DB_KIND === 'postgres' ? { paid: 11, declined: 10 } : { paid: 19, declined: 15 };
 
 describe('statements of a card payment', () => {
   let server: TestServer;
@@ -53,7 +53,7 @@ describe('statements of a card payment', () => {
     return { result, statements: (await statements()) - before };
   }
 
-  test('create, pay and sync-status of a paid payment take 1 + 13 + 1 statements on PostgreSQL', async () => {
+  test('create, pay and sync-status of a paid payment take 1 + 11 + 1 statements on PostgreSQL', async () => {
     const create = await counted(() => createCheckout(server, apiKey));
     const paid = await counted(() => pay(server, create.result.token));
     assert.equal(paid.result.status, 200, paid.result.text);
@@ -80,7 +80,7 @@ describe('statements of a card payment', () => {
     assert.ok(settled.settled_at !== null && settled.amount > 0);
   });
 
-  test('a declined card takes 12 statements on PostgreSQL', async () => {
+  test('a declined card takes 10 statements on PostgreSQL', async () => {
     const checkout = await createCheckout(server, apiKey);
     const declined = await counted(() => pay(server, checkout.token, CARDS.declined));
     assert.equal(declined.result.status, 200, declined.result.text);

@@ -10,7 +10,12 @@ import { ConflictError, ValidationError } from '../../http/errors.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { cardBrand, isLuhnValid, normaliseCardNumber } from '../../provider/cards.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
-import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
+import {
+  countOperations,
+  recordNewOperation,
+  recordOperation,
+  settleOperation,
+} from '../../provider/operations/store.ts';
 import type { CardInput, PaymentWrite } from '../../provider/types.ts';
 import { lockLinkByUuid } from '../payment-links/store.ts';
 import type { RecordedAttempt } from '../payments/attempts.ts';
@@ -154,21 +159,22 @@ async function reserveAttempt(
       payment === undefined ? 1 : (await countOperations(trx, 'payment', payment.id, 'payment_attempt')) + 1;
     payment ??= opened;
     if (payment === undefined) throw new Error(`checkout ${session.public_id}: no payment opened`);
-    const operation = await recordOperation(
-      trx,
-      {
-        kind: 'payment_attempt',
-        idempotencyKey: `kassa-pay-${payment.public_id}-${attemptNumber}`,
-        provider: provider.name,
-        environment: session.environment,
-        organizationId: session.organization_id,
-        subjectType: 'payment',
-        subjectId: payment.id,
-        reference: payment.public_id,
-      },
-      nowIso,
-      ctx.config.reconcileScheduleMs,
-    );
+    const newOperation = {
+      kind: 'payment_attempt',
+      idempotencyKey: `kassa-pay-${payment.public_id}-${attemptNumber}`,
+      provider: provider.name,
+      environment: session.environment,
+      organizationId: session.organization_id,
+      subjectType: 'payment',
+      subjectId: payment.id,
+      reference: payment.public_id,
+    };
+    // A payment this transaction opened has no operation yet: its first one's insert needs nothing back,
+    // so it goes with the payment's event in one statement on PostgreSQL (recordNewOperation).
+    const operation =
+      payment === opened
+        ? await recordNewOperation(trx, newOperation, nowIso, ctx.config.reconcileScheduleMs)
+        : await recordOperation(trx, newOperation, nowIso, ctx.config.reconcileScheduleMs);
     return { session, payment, operation, provider, card };
   });
 }
@@ -262,7 +268,13 @@ export async function payCheckout(ctx: AppContext, token: string, input: PayInpu
         current = applied.payment;
         attempts = applied.attempts;
       }
-      await settleOperation(trx, operation.id, write.outcome, state?.providerPaymentId ?? null, nowIso);
+      await settleOperation(
+        trx,
+        operation.id ?? { key: operation.idempotency_key },
+        write.outcome,
+        state?.providerPaymentId ?? null,
+        nowIso,
+      );
       // An unknown answer keeps the lock: no second attempt until the reconciler has read the first back.
       if (write.outcome.status !== 'unknown') {
         await store.updateSession(trx, session.id, { attempt_locked_until: null, updated_at: nowIso });

@@ -1,8 +1,10 @@
 // Write-ahead operation rows: one is committed before every provider call (in the caller's transaction,
 // with the change that needs the call), and settled with the provider's answer afterwards. A crash at any
 // point leaves a row the reconciler finishes (reconciler.ts).
+
+import type { UpdateQueryBuilder, UpdateResult } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
-import type { Executor } from '../../db/database.ts';
+import type { Database, Executor } from '../../db/database.ts';
 import { deferWrite } from '../../db/write-behind.ts';
 import type { Environment } from '../../modules/api-keys/table.ts';
 import type { KnownOutcome, ProviderOutcome } from '../types.ts';
@@ -28,17 +30,8 @@ function at(start: string, offsetMs: number): string {
   return new Date(Date.parse(start) + offsetMs).toISOString();
 }
 
-/**
- * Records the operation before its call. The same key again (a retry of the same write) returns the row
- * already there, so a write is made under one key however often its caller starts it.
- */
-export async function recordOperation(
-  trx: Executor,
-  operation: NewOperation,
-  now: string,
-  scheduleMs: readonly number[],
-): Promise<OperationRow> {
-  const values = {
+function operationValues(operation: NewOperation, now: string, scheduleMs: readonly number[]) {
+  return {
     organization_id: operation.organizationId,
     environment: operation.environment,
     provider: operation.provider,
@@ -60,9 +53,21 @@ export async function recordOperation(
     created_at: now,
     updated_at: now,
   };
+}
+
+/**
+ * Records the operation before its call. The same key again (a retry of the same write) returns the row
+ * already there, so a write is made under one key however often its caller starts it.
+ */
+export async function recordOperation(
+  trx: Executor,
+  operation: NewOperation,
+  now: string,
+  scheduleMs: readonly number[],
+): Promise<OperationRow> {
   const inserted = await trx
     .insertInto('provider_operations')
-    .values(values)
+    .values(operationValues(operation, now, scheduleMs))
     .onConflict((conflict) => conflict.column('idempotency_key').doNothing())
     .returningAll()
     .executeTakeFirst();
@@ -74,40 +79,69 @@ export async function recordOperation(
     .executeTakeFirstOrThrow();
 }
 
+/** An operation recorded by recordNewOperation: its row but the id, which was not read back. */
+export type NewOperationRow = Omit<OperationRow, 'id'> & { id: null };
+
+/**
+ * Records the operation of a subject made in the caller's transaction (a payment just opened), whose key
+ * no earlier call can have taken: nothing needs reading back, so the insert is held with the
+ * transaction's other writes (write-behind.ts) and sent with them, in the transaction, before the commit
+ * that precedes the call. A key taken all the same fails the transaction (the unique key), never
+ * silently. Settle it by its key (settleOperation).
+ */
+export async function recordNewOperation(
+  trx: Executor,
+  operation: NewOperation,
+  now: string,
+  scheduleMs: readonly number[],
+): Promise<NewOperationRow> {
+  const values = operationValues(operation, now, scheduleMs);
+  await deferWrite(trx, trx.insertInto('provider_operations').values(values));
+  return { ...values, id: null, reads: 0 };
+}
+
 /**
  * Records the answer to the call. A known outcome settles the row (done); `unknown` leaves it for the
  * reconciler, whose first read is already scheduled. A row already settled keeps its answer, except the
  * reconciler's "never made" conclusion, which a late real answer replaces.
  */
+type OperationUpdate = UpdateQueryBuilder<
+  Database,
+  'provider_operations',
+  'provider_operations',
+  UpdateResult
+>;
+
 export async function settleOperation(
   trx: Executor,
-  operationId: number,
+  /** The row's id, or its idempotency key (a row recorded by recordNewOperation). */
+  operation: number | { key: string },
   outcome: ProviderOutcome,
   providerObjectId: string | null,
   now: string,
 ): Promise<void> {
   // Nothing is read back (whether the row was still open is the guard's to decide): the update goes with
   // the transaction's next statement (write-behind.ts).
+  const row = (query: OperationUpdate) =>
+    typeof operation === 'number'
+      ? query.where('id', '=', operation)
+      : query.where('idempotency_key', '=', operation.key);
   if (outcome.status === 'unknown') {
     await deferWrite(
       trx,
-      trx
-        .updateTable('provider_operations')
-        .set({ state: 'unknown', last_read_error: outcome.reason.slice(0, 500), updated_at: now })
-        .where('id', '=', operationId)
-        .where('state', '=', 'in_flight'),
+      row(
+        trx
+          .updateTable('provider_operations')
+          .set({ state: 'unknown', last_read_error: outcome.reason.slice(0, 500), updated_at: now }),
+      ).where('state', '=', 'in_flight'),
     );
     return;
   }
   await deferWrite(
     trx,
-    trx
-      .updateTable('provider_operations')
-      .set(settled(outcome, providerObjectId, now))
-      .where('id', '=', operationId)
-      .where((eb) =>
-        eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
-      ),
+    row(trx.updateTable('provider_operations').set(settled(outcome, providerObjectId, now))).where((eb) =>
+      eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
+    ),
   );
 }
 
