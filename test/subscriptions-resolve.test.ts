@@ -12,7 +12,7 @@ import { runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { resolveFlaggedRenewal } from '../src/modules/subscriptions/resolve.ts';
 import { recordOperation } from '../src/provider/operations/store.ts';
 import type { ChargeSavedCardInput } from '../src/provider/types.ts';
-import { kassa } from './helpers/cli.ts';
+import { assertRefused, kassa, refusedArguments } from './helpers/cli.ts';
 import { flagAfterLastRead, settlementsOf, simAttempts } from './helpers/provider-checks.ts';
 import { useProvider, wrapProvider } from './helpers/providers.ts';
 import {
@@ -315,37 +315,29 @@ describe(`resolving flagged renewal tries (${DB_KIND})`, () => {
     assert.equal(cycle.status, 'paid');
     const key = `kassa-renew-${cycle.id}-1`;
     // Independent commands, run side by side: each is its own process.
-    const cases: [string[], string][] = [
-      [['kassa-renew-0-1', 'paid'], 'kassa: No provider operation kassa-renew-0-1.'],
+    await assertRefused(
+      ['renewal', 'resolve'],
       [
-        ['kassa-refund-RFresolve', 'not-charged'],
-        'kassa: kassa-refund-RFresolve is a refund operation, not a renewal try (kassa-renew-{cycle}-{try}).',
+        [['kassa-renew-0-1', 'paid'], 'kassa: No provider operation kassa-renew-0-1.'],
+        [
+          ['kassa-refund-RFresolve', 'not-charged'],
+          'kassa: kassa-refund-RFresolve is a refund operation, not a renewal try (kassa-renew-{cycle}-{try}).',
+        ],
+        [
+          [key, 'not-charged'],
+          `kassa: ${key} is not flagged: it is done (succeeded). Only a flagged renewal try can be resolved.`,
+        ],
       ],
-      [
-        [key, 'not-charged'],
-        `kassa: ${key} is not flagged: it is done (succeeded). Only a flagged renewal try can be resolved.`,
-      ],
-    ];
-    const results = await Promise.all(
-      cases.map(([args]) => kassa(['renewal', 'resolve', ...args], server.env)),
-    );
-    assert.deepEqual(
-      results.map((result) => [result.code, result.stderr.trim()]),
-      cases.map(([, message]) => [1, message]),
+      server.env,
     );
     // Bad arguments stop before the database is opened: run in this process, as main.ts runs a command.
     const command = commands['renewal resolve'];
-    const errors: string[] = [];
-    const original = console.error;
-    console.error = (...parts: unknown[]) => errors.push(parts.join(' '));
-    try {
-      for (const positionals of [[], [key], [key, 'refunded'], [key, 'paid', 'now']]) {
-        const config = () => assert.fail('the configuration is not read');
-        assert.equal(await command.run({ values: {}, positionals, config }), 1);
-      }
-    } finally {
-      console.error = original;
-    }
+    const positionals = [[], [key], [key, 'refunded'], [key, 'paid', 'now']];
+    const { codes, errors } = await refusedArguments(
+      command,
+      positionals.map((args) => ({ values: {}, positionals: args })),
+    );
+    assert.deepEqual(codes, [1, 1, 1, 1]);
     assert.deepEqual(
       errors,
       Array(4).fill('kassa: renewal resolve needs <operation> and paid or not-charged (see --help).'),

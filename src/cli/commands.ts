@@ -10,6 +10,7 @@ import { demoCommand } from './demo.ts';
 import { doctorCommand } from './doctor.ts';
 import { listenCommand } from './listen.ts';
 import { merchantCreateCommand } from './merchant.ts';
+import { operationCommands } from './operation.ts';
 import { orgCommands } from './org.ts';
 import { payoutCommands } from './payout.ts';
 import { refundCommands } from './refund.ts';
@@ -96,6 +97,7 @@ export const commands: Record<string, Command> = {
   ...payoutCommands,
   ...refundCommands,
   ...renewalCommands,
+  ...operationCommands,
   listen: listenCommand,
   doctor: doctorCommand,
 };

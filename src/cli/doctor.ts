@@ -83,6 +83,7 @@ async function flaggedLine(counts: { kind: string; count: number }[]): Promise<L
   return [
     'warn',
     `${total} provider call(s) flagged for review (${kinds}): see each payment's provider review` +
+      (total > renewals ? '; kassa operation list, then kassa operation resolve' : '') +
       (renewals > 0 ? '; renewal tries: kassa renewal list, then kassa renewal resolve' : ''),
   ];
 }

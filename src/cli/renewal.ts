@@ -1,11 +1,11 @@
 // kassa renewal list | kassa renewal resolve <operation> paid|not-charged: the operator settles the
 // renewal tries flagged for review (src/modules/subscriptions/resolve.ts).
 import { createContext } from '../context.ts';
-import { openAndMigrate } from '../db/connection.ts';
 import { OPERATOR } from '../modules/audit/record.ts';
 import type { RenewalResolution } from '../modules/subscriptions/resolve.ts';
 import { listLimit } from './args.ts';
 import type { Command } from './commands.ts';
+import { printFromDatabase } from './database.ts';
 
 // The renewal worker's module (checkout, payments, providers) is loaded by these commands only, so the
 // other commands start as quickly as before.
@@ -33,16 +33,11 @@ again until you resolve it with "kassa renewal resolve <operation> paid|not-char
     }
     const limit = listLimit(values.limit);
     if (limit === null) return 1;
-    const cfg = config();
-    const handle = await openAndMigrate(cfg.database);
-    try {
-      const org = typeof values.org === 'string' ? values.org : undefined;
+    const org = typeof values.org === 'string' ? values.org : undefined;
+    return printFromDatabase(config(), async (handle) => {
       const { listFlaggedRenewals } = await resolver();
-      console.log(JSON.stringify(await listFlaggedRenewals(handle.db, { org, limit })));
-      return 0;
-    } finally {
-      await handle.close();
-    }
+      return listFlaggedRenewals(handle.db, { org, limit });
+    });
   },
 };
 
@@ -80,19 +75,14 @@ the organization's audit log (subscription.renewal_resolved, actor operator).`,
       return 1;
     }
     const cfg = config();
-    const handle = await openAndMigrate(cfg.database);
-    try {
+    return printFromDatabase(cfg, async (handle) => {
       const { resolveFlaggedRenewal } = await resolver();
-      const resolved = await resolveFlaggedRenewal(
+      return resolveFlaggedRenewal(
         createContext(cfg, handle),
         { operation, resolution, providerPaymentId: providerPaymentId ?? null },
         OPERATOR,
       );
-      console.log(JSON.stringify(resolved));
-      return 0;
-    } finally {
-      await handle.close();
-    }
+    });
   },
 };
 

@@ -61,7 +61,7 @@ export function createMetrics(
   });
   new client.Gauge({
     name: 'kassa_provider_operations_flagged',
-    help: 'Provider calls flagged for review, by kind: each waits for a person (renewal_charge: kassa renewal resolve)',
+    help: 'Provider calls flagged for review, by kind: each waits for a person (kassa operation resolve; renewal_charge: kassa renewal resolve)',
     labelNames: ['kind'],
     registers: [registry],
     // Read from the database at each scrape (the same figure in every process): one count over an index.

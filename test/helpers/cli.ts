@@ -1,6 +1,8 @@
 // Runs the `kassa` command as an operator would: a child process with only the configuration given.
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import type { Command, CommandInput } from '../../src/cli/commands.ts';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 /** The pinned Node 24 (the `node` dev dependency), whatever Node runs the tests. */
@@ -95,4 +97,41 @@ export function startKassa(
       reject(new Error(`kassa ${args.join(' ')} exited with ${code}: ${stderr}`));
     });
   });
+}
+
+/**
+ * Runs `kassa <command> <args>` for every case side by side (independent commands, each its own
+ * process) and checks that each is refused: exit code 1 and the case's message on stderr.
+ */
+export async function assertRefused(
+  command: string[],
+  cases: [args: string[], message: string][],
+  env: Record<string, string>,
+): Promise<void> {
+  const results = await Promise.all(cases.map(([args]) => kassa([...command, ...args], env)));
+  assert.deepEqual(
+    results.map((result) => [result.code, result.stderr.trim()]),
+    cases.map(([, message]) => [1, message]),
+  );
+}
+
+/**
+ * Runs a command in this process, as main.ts runs it, once for each of `inputs`, whose arguments it must
+ * refuse before the configuration is read (it is not given one): the exit codes, and its stderr lines.
+ */
+export async function refusedArguments(
+  command: Command,
+  inputs: Pick<CommandInput, 'values' | 'positionals'>[],
+): Promise<{ codes: number[]; errors: string[] }> {
+  const codes: number[] = [];
+  const errors: string[] = [];
+  const original = console.error;
+  console.error = (...parts: unknown[]) => errors.push(parts.join(' '));
+  try {
+    const config = () => assert.fail('the configuration is not read');
+    for (const input of inputs) codes.push(await command.run({ ...input, config }));
+  } finally {
+    console.error = original;
+  }
+  return { codes, errors };
 }

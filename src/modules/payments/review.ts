@@ -2,9 +2,9 @@
 // payment the tries of its subscription cycle) whose outcome Kassa
 // does not know: still being read back by the reconciler ("confirming"), or still unknown after its last
 // read, or contradicting Kassa, or (a renewal try) refused by the provider for 72 hours ("flagged": a
-// person must look at the provider's dashboard; a renewal try is resolved with kassa renewal resolve). A
-// payment the provider charged after Kassa gave it up, or a refund the provider contradicts after Kassa
-// finished it, is flagged before any of them.
+// person must look at the provider's dashboard, then resolves it with kassa operation resolve, a renewal
+// try with kassa renewal resolve). A payment the provider charged after Kassa gave it up, or a refund the
+// provider contradicts after Kassa finished it, is flagged before any of them.
 import type { Executor } from '../../db/database.ts';
 import { unresolvedOperationsOf } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';

@@ -3,15 +3,19 @@
 // it reads the refund back by its reference (refundOperationHandlers), never sending it twice. The loop
 // reads refunds in flight only; a webhook re-reads whatever refund it names, finished ones too, so a
 // provider that changes its word about one is heard (and flagged: conflict-flag.ts).
+import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
+import { ConflictError } from '../../http/errors.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
 import { operationByKey } from '../../provider/operations/store.ts';
+import type { OperationRow } from '../../provider/operations/table.ts';
+import type { ProviderRefundState } from '../../provider/types.ts';
 import { isFinished } from './conflict-flag.ts';
 import type { RefundDeps } from './service.ts';
 import { recordRefundOperation, recordSubmitted, refundOutcome, submitToProvider } from './service.ts';
 import * as store from './store.ts';
 import type { RefundRow } from './table.ts';
-import { recordProviderAnswer } from './transitions.ts';
+import { recordProviderAnswer, recordProviderAnswerIn } from './transitions.ts';
 
 const BATCH = 100;
 /** A pending refund this old without an operation row predates them (made before migration 009). */
@@ -127,29 +131,71 @@ export async function syncRefundsByProviderIds(
   return changes;
 }
 
+/** What a refund the provider never received is recorded as: failed, its hold released. */
+const NEVER_SENT: ProviderRefundState = {
+  providerRefundId: '',
+  status: 'failed',
+  errorMessage: 'The refund never reached the provider; nothing was refunded.',
+};
+
+/** The refund the operation made, read by its reference; null when the provider has none. */
+function findOperationRefund(ctx: AppContext, operation: OperationRow) {
+  const context = JSON.parse(operation.context) as { provider_payment_id?: string | null };
+  if (!context.provider_payment_id) return Promise.resolve(null);
+  return ctx.providers.named(operation.provider).findRefund(operation.reference, context.provider_payment_id);
+}
+
 const refundOperation: OperationHandler = {
   async read(ctx, operation) {
-    const context = JSON.parse(operation.context) as { provider_payment_id?: string | null };
-    if (!context.provider_payment_id) return { outcome: null };
-    const state = await ctx.providers
-      .named(operation.provider)
-      .findRefund(operation.reference, context.provider_payment_id);
+    const state = await findOperationRefund(ctx, operation);
     if (!state) return { outcome: null };
     await recordProviderAnswer(ctx, operation.subject_id, state);
     return { outcome: refundOutcome(state), providerObjectId: state.providerRefundId };
   },
   /** Never sent: the refund fails and its hold is released; the merchant may refund again. */
   async neverMade(ctx, operation) {
-    await recordProviderAnswer(
-      ctx,
-      operation.subject_id,
-      {
-        providerRefundId: '',
-        status: 'failed',
-        errorMessage: 'The refund never reached the provider; nothing was refunded.',
+    await recordProviderAnswer(ctx, operation.subject_id, NEVER_SENT, 'never_made');
+  },
+  /**
+   * kassa operation resolve: read once more, and recorded as `read` records it (completed: the wallet
+   * debited; failed: the hold released) or, with no refund at the provider, as `neverMade`. A refund
+   * still processing at the provider is left for it to decide.
+   */
+  async resolve(ctx, operation) {
+    const state = await findOperationRefund(ctx, operation);
+    if (state?.status === 'processing') {
+      throw new ConflictError(
+        `${operation.provider} has not decided this refund yet (${state.providerRefundId} is processing). Nothing changed; resolve it once it has.`,
+      );
+    }
+    return {
+      shows: state
+        ? `refund ${state.status} (${[state.providerRefundId, state.errorMessage].filter(Boolean).join(': ')})`
+        : `no refund for ${operation.reference}`,
+      outcome: state ? refundOutcome(state) : null,
+      providerObjectId: state?.providerRefundId || null,
+      async record(trx, now) {
+        const refund = state
+          ? await recordProviderAnswerIn(trx, operation.subject_id, state, 'read', now)
+          : await recordProviderAnswerIn(trx, operation.subject_id, NEVER_SENT, 'never_made', now);
+        const payment = await trx
+          .selectFrom('payments')
+          .select(['public_id', 'status'])
+          .where('id', '=', refund.payment_id)
+          .executeTakeFirstOrThrow();
+        return {
+          organizationId: refund.organization_id,
+          target: { type: 'refund', id: refund.public_id },
+          state: {
+            refund_id: refund.public_id,
+            refund_status: refund.status,
+            provider_conflict: refund.provider_conflict,
+            transaction_id: payment.public_id,
+            payment_status: payment.status,
+          },
+        };
       },
-      'never_made',
-    );
+    };
   },
 };
 

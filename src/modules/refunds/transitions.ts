@@ -67,32 +67,41 @@ export async function recordProviderAnswer(
   origin: AnswerOrigin = 'read',
 ): Promise<RefundRow> {
   const now = deps.clock().toISOString();
-  return deps.db.transaction().execute(async (trx) => {
-    const before = await store.getRefund(trx, refundId);
-    if (!before) throw new Error(`refund ${refundId} does not exist`);
-    // Lock order everywhere: payment, then wallet. The refund is re-read under the payment's lock.
-    const payment = await store.lockPaymentById(trx, before.payment_id);
-    const refund = (await store.getRefund(trx, refundId)) ?? before;
-    if (isFinished(refund.status)) {
-      if (origin !== 'read') return refund;
-      await recordFinishedAnswer(trx, refund, payment, state, now);
-    } else if (state.status === 'failed') {
-      await failRefund(trx, refund, payment, state, now);
-    } else {
-      const moved = await store.transitionRefund(
-        trx,
-        refund.id,
-        ['pending'],
-        'processing',
-        { provider_refund_id: state.providerRefundId },
-        now,
-      );
-      if (moved) await emitRefundStatusChanged(trx, refund.id, payment.public_id, now);
-      if (state.status === 'completed') {
-        const current = (await store.getRefund(trx, refundId)) ?? refund;
-        await completeRefund(trx, current, payment, now);
-      }
+  return deps.db.transaction().execute((trx) => recordProviderAnswerIn(trx, refundId, state, origin, now));
+}
+
+/** recordProviderAnswer in the caller's transaction (kassa operation resolve records it with its audit). */
+export async function recordProviderAnswerIn(
+  trx: Executor,
+  refundId: number,
+  state: ProviderRefundState,
+  origin: AnswerOrigin,
+  now: string,
+): Promise<RefundRow> {
+  const before = await store.getRefund(trx, refundId);
+  if (!before) throw new Error(`refund ${refundId} does not exist`);
+  // Lock order everywhere: payment, then wallet. The refund is re-read under the payment's lock.
+  const payment = await store.lockPaymentById(trx, before.payment_id);
+  const refund = (await store.getRefund(trx, refundId)) ?? before;
+  if (isFinished(refund.status)) {
+    if (origin !== 'read') return refund;
+    await recordFinishedAnswer(trx, refund, payment, state, now);
+  } else if (state.status === 'failed') {
+    await failRefund(trx, refund, payment, state, now);
+  } else {
+    const moved = await store.transitionRefund(
+      trx,
+      refund.id,
+      ['pending'],
+      'processing',
+      { provider_refund_id: state.providerRefundId },
+      now,
+    );
+    if (moved) await emitRefundStatusChanged(trx, refund.id, payment.public_id, now);
+    if (state.status === 'completed') {
+      const current = (await store.getRefund(trx, refundId)) ?? refund;
+      await completeRefund(trx, current, payment, now);
     }
-    return (await store.getRefund(trx, refundId)) ?? refund;
-  });
+  }
+  return (await store.getRefund(trx, refundId)) ?? refund;
 }

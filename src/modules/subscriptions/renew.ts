@@ -944,6 +944,8 @@ const renewalCharge: OperationHandler = {
     );
     await flush(ctx, outbox);
   },
+  // Flagged, it waits for the operator's statement (paid or not charged) and goes on with the dunning.
+  resolvedBy: (key) => `kassa renewal resolve ${key} paid|not-charged`,
 };
 
 export const renewalOperationHandlers: OperationHandlers = { [RENEWAL_KIND]: renewalCharge };

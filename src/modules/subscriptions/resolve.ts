@@ -23,6 +23,7 @@
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { describeOperationState } from '../../provider/operations/resolve.ts';
 import { NEVER_MADE, operationByKey, settleFlaggedOperation } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
 import type { KnownOutcome, ProviderOutcome, ProviderPaymentState } from '../../provider/types.ts';
@@ -48,15 +49,9 @@ interface Reading {
   outcome: ProviderOutcome;
 }
 
-function describeState(operation: OperationRow): string {
-  if (operation.state === 'done')
-    return `it is done (${[operation.outcome, operation.outcome_code].filter(Boolean).join(': ')})`;
-  return 'the reconciler is still reading it back';
-}
-
 function notFlagged(operation: OperationRow): ConflictError {
   return new ConflictError(
-    `${operation.idempotency_key} is not flagged: ${describeState(operation)}. Only a flagged renewal try can be resolved.`,
+    `${operation.idempotency_key} is not flagged: ${describeOperationState(operation)}. Only a flagged renewal try can be resolved.`,
   );
 }
 

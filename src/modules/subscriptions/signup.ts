@@ -13,13 +13,14 @@
 // The subscription's id is chosen when the checkout starts, so the first payment carries it.
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
-import { GoneError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { ConflictError, GoneError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import { isPublicId, newPublicId } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
 import { countOperations, recordOperation, settleOperation } from '../../provider/operations/store.ts';
-import type { CardInput, ProviderSetupState, SavedCard } from '../../provider/types.ts';
+import type { OperationRow } from '../../provider/operations/table.ts';
+import type { CardInput, KnownOutcome, ProviderSetupState, SavedCard } from '../../provider/types.ts';
 import { presentAction } from '../checkout/hosted.ts';
 import { type BillingDetails, parseBillingAndUrls } from '../checkout/input.ts';
 import { createCheckoutSession } from '../checkout/service.ts';
@@ -312,32 +313,46 @@ async function applySetup(
   setup: ProviderSetupState | null,
   providerName: string,
 ) {
+  const { after, applied } = await ctx.db
+    .transaction()
+    .execute((trx) => applySetupIn(trx, sessionId, setup, providerName, ctx.clock()));
+  await afterSetup(ctx, after, applied);
+  return after;
+}
+
+/** applySetup's transaction, in the caller's (kassa operation resolve records it with its audit). */
+async function applySetupIn(
+  trx: Executor,
+  sessionId: number,
+  setup: ProviderSetupState | null,
+  providerName: string,
+  now: Date,
+) {
   let applied = false;
-  const after = await ctx.db.transaction().execute(async (trx) => {
-    const session = await checkouts.lockSession(trx, sessionId);
-    const now = ctx.clock();
-    const nowIso = now.toISOString();
-    if (setup?.status === 'succeeded' && checkoutState(session, undefined, now) === 'open') {
-      applied = true;
-      if (session.purpose === 'card_update') await replaceCard(trx, session, setup.savedCard, nowIso);
-      else await activateSignup(trx, session, null, setup.savedCard, providerName, nowIso);
-    }
-    await trx
-      .updateTable('checkout_sessions')
-      .set({
-        signup_setup_id: setup?.setupId ?? session.signup_setup_id,
-        attempt_locked_until: null,
-        updated_at: nowIso,
-      })
-      .where('id', '=', sessionId)
-      .execute();
-    return checkouts.lockSession(trx, sessionId);
-  });
-  // A new card retries a period being dunned at once (dunning stays on its schedule otherwise).
+  const session = await checkouts.lockSession(trx, sessionId);
+  const nowIso = now.toISOString();
+  if (setup?.status === 'succeeded' && checkoutState(session, undefined, now) === 'open') {
+    applied = true;
+    if (session.purpose === 'card_update') await replaceCard(trx, session, setup.savedCard, nowIso);
+    else await activateSignup(trx, session, null, setup.savedCard, providerName, nowIso);
+  }
+  await trx
+    .updateTable('checkout_sessions')
+    .set({
+      signup_setup_id: setup?.setupId ?? session.signup_setup_id,
+      attempt_locked_until: null,
+      updated_at: nowIso,
+    })
+    .where('id', '=', sessionId)
+    .execute();
+  return { after: await checkouts.lockSession(trx, sessionId), applied };
+}
+
+/** After applySetup's commit: a new card retries a period being dunned at once (dunning stays on its schedule otherwise). */
+async function afterSetup(ctx: AppContext, after: CheckoutSessionRow, applied: boolean) {
   if (applied && after.purpose === 'card_update' && after.completed_at !== null) {
     await retryWithNewCard(ctx, after);
   }
-  return after;
 }
 
 /**
@@ -470,6 +485,28 @@ export async function syncSetupById(ctx: AppContext, setupId: string): Promise<v
   if (session) await syncTrialSignup(ctx, session);
 }
 
+/** The setup this operation made, read by its own key (signupSetup's comment); null when there is none. */
+function findOperationSetup(ctx: AppContext, operation: OperationRow) {
+  const provider = ctx.providers.named(operation.provider);
+  const customerId = String((JSON.parse(operation.context) as { customer_id?: string }).customer_id ?? '');
+  return provider.findSetup(operation.idempotency_key, customerId, operation.reference);
+}
+
+/** The outcome a decided setup shows. */
+function setupOutcome(setup: ProviderSetupState): KnownOutcome {
+  return setup.status === 'succeeded'
+    ? { status: 'succeeded' }
+    : {
+        status: 'failed',
+        code: setup.lastError?.code ?? 'setup_failed',
+        message: setup.lastError?.message ?? 'The card could not be saved.',
+        retryable: false,
+      };
+}
+
+const undecided = (setup: ProviderSetupState) =>
+  setup.status === 'requires_action' || setup.status === 'processing';
+
 /**
  * The reconciler's side of a trial's setup whose answer was lost: read back by the operation's own key
  * (never by the subscription's reference, which the signup's setup and every update-card page's share:
@@ -477,27 +514,62 @@ export async function syncSetupById(ctx: AppContext, setupId: string): Promise<v
  */
 const signupSetup: OperationHandler = {
   async read(ctx, operation) {
-    const provider = ctx.providers.named(operation.provider);
-    const customerId = String((JSON.parse(operation.context) as { customer_id?: string }).customer_id ?? '');
-    const setup = await provider.findSetup(operation.idempotency_key, customerId, operation.reference);
-    if (!setup) return { outcome: null };
-    if (setup.status === 'requires_action' || setup.status === 'processing') return { outcome: null };
-    await applySetup(ctx, operation.subject_id, setup, provider.name);
-    return {
-      outcome:
-        setup.status === 'succeeded'
-          ? { status: 'succeeded' }
-          : {
-              status: 'failed',
-              code: setup.lastError?.code ?? 'setup_failed',
-              message: setup.lastError?.message ?? 'The card could not be saved.',
-              retryable: false,
-            },
-      providerObjectId: setup.setupId,
-    };
+    const setup = await findOperationSetup(ctx, operation);
+    if (!setup || undecided(setup)) return { outcome: null };
+    await applySetup(ctx, operation.subject_id, setup, operation.provider);
+    return { outcome: setupOutcome(setup), providerObjectId: setup.setupId };
   },
   async neverMade(ctx, operation) {
     await checkouts.updateSession(ctx.db, operation.subject_id, { attempt_locked_until: null });
+  },
+  /**
+   * kassa operation resolve: read once more by the same key and recorded as `read` records it (the
+   * subscription made, or the card replaced, while its checkout is open), or, with no setup of this key at
+   * the provider, as `neverMade` (the checkout's slot freed). A setup still waiting is left to the provider.
+   */
+  async resolve(ctx, operation) {
+    const setup = await findOperationSetup(ctx, operation);
+    if (setup && undecided(setup)) {
+      const waits =
+        setup.status === 'processing' ? 'is processing' : "waits for the customer's authentication";
+      throw new ConflictError(
+        `${operation.provider} has not decided this setup yet (${setup.setupId} ${waits}). Nothing changed; resolve it once it has.`,
+      );
+    }
+    let applied = false;
+    let after: CheckoutSessionRow | null = null;
+    return {
+      shows: setup
+        ? `setup ${setup.status} (${[setup.setupId, setup.lastError?.code].filter(Boolean).join(': ')})`
+        : `no setup of this call on ${operation.reference}`,
+      outcome: setup ? setupOutcome(setup) : null,
+      providerObjectId: setup?.setupId ?? null,
+      async record(trx) {
+        if (setup)
+          ({ after, applied } = await applySetupIn(
+            trx,
+            operation.subject_id,
+            setup,
+            operation.provider,
+            ctx.clock(),
+          ));
+        else await checkouts.updateSession(trx, operation.subject_id, { attempt_locked_until: null });
+        const session = after ?? (await checkouts.lockSession(trx, operation.subject_id));
+        return {
+          organizationId: session.organization_id,
+          target: { type: 'checkout', id: session.public_id },
+          state: {
+            checkout_id: session.public_id,
+            subscription_id: session.subscription_public_id,
+            purpose: session.purpose,
+            completed: session.completed_at !== null,
+          },
+        };
+      },
+      afterCommit: async () => {
+        if (after) await afterSetup(ctx, after, applied);
+      },
+    };
   },
 };
 

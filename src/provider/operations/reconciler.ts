@@ -9,7 +9,9 @@
 //   what waited on it (the checkout's attempt lock).
 // - The read fails, or the handler finds the provider and Kassa disagree (charged, but the payment failed
 //   meanwhile): the row stays unknown until the last read, then it is flagged for review (dashboard).
+import type { Config } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
+import type { Executor } from '../../db/database.ts';
 import type { KnownOutcome } from '../types.ts';
 import { claimDueOperations, NEVER_MADE, settleOperation } from './store.ts';
 import type { OperationRow } from './table.ts';
@@ -29,6 +31,38 @@ export interface OperationHandler {
   read(ctx: AppContext, operation: OperationRow): Promise<OperationRead>;
   /** The write was never made: release what waited for its answer. */
   neverMade?(ctx: AppContext, operation: OperationRow): Promise<void>;
+  /**
+   * kassa operation resolve (resolve.ts): reads a flagged operation back once more, changing nothing,
+   * and says what to record through the same path as `read` and `neverMade`. Throws a DomainError when
+   * the provider has not decided the call yet. Absent: the kind is resolved otherwise (`resolvedBy`).
+   */
+  resolve?(ctx: AppContext, operation: OperationRow): Promise<FlaggedReading>;
+  /** The command that resolves a call of this kind when it has no `resolve` (a renewal try has its own). */
+  resolvedBy?: (idempotencyKey: string) => string;
+}
+
+/** What one more read of a flagged operation shows, and how to record it (resolve.ts). */
+export interface FlaggedReading {
+  /** What the provider shows, in words (the answer and the audit entry). */
+  shows: string;
+  /** The outcome the provider shows for this write; null when it has no trace of it (never made). */
+  outcome: KnownOutcome | null;
+  providerObjectId: string | null;
+  /**
+   * Records it through the call's own path, in the resolution's transaction (after the operation was
+   * settled in it), and returns the subject as it stands after.
+   */
+  record(trx: Executor, now: string): Promise<ResolvedSubject>;
+  /** What follows the commit (a dunned period retried with the new card, …). */
+  afterCommit?(): Promise<void>;
+}
+
+export interface ResolvedSubject {
+  organizationId: number;
+  /** The audit entry's target (the payment TX…, the refund RF…, the checkout CS…). */
+  target: { type: string; id: string };
+  /** What the operator's answer shows of it after (its status, …). */
+  state: Record<string, unknown>;
 }
 
 export type OperationHandlers = Record<string, OperationHandler>;
@@ -42,6 +76,27 @@ const BATCH = 50;
 const ARRIVAL_MARGIN_MS = 60_000;
 /** A write the provider does not know is "never made" from this read on (the first may race a slow call). */
 const NEVER_MADE_FROM_READ = 2;
+
+/** The outcome of a write the provider has no record of, once it can no longer arrive: never made. */
+export const NEVER_MADE_OUTCOME: KnownOutcome = {
+  status: 'failed',
+  code: NEVER_MADE,
+  message: 'The provider has no record of this call: it never reached the provider.',
+  retryable: true,
+};
+
+/**
+ * A call gives up waiting after KASSA_PROVIDER_TIMEOUT_MS but is not cancelled: Stripe's client sends it
+ * once more under the same key, so it may reach the provider up to twice that long after it started.
+ * Until then "no record" proves nothing, whatever the read (helper-28's review: with a long timeout, a
+ * refund taken for never made, its hold released, was then made at Stripe). The time it may arrive until.
+ */
+export function mayArriveUntil(
+  config: Pick<Config, 'providerTimeoutMs'>,
+  operation: Pick<OperationRow, 'created_at'>,
+): number {
+  return Date.parse(operation.created_at) + 2 * config.providerTimeoutMs + ARRIVAL_MARGIN_MS;
+}
 
 async function recordRead(
   ctx: AppContext,
@@ -98,23 +153,12 @@ export async function reconcileOperation(
   const now = ctx.clock().toISOString();
   const reads = Number(operation.reads) + 1;
   if (read.outcome === null) {
-    // A call gives up waiting after KASSA_PROVIDER_TIMEOUT_MS but is not cancelled: Stripe's client
-    // sends it once more under the same key, so it may reach the provider up to twice that long after
-    // it started. Until then "no record" proves nothing, whatever the read (helper-28's review: with a
-    // long timeout, a refund taken for never made, its hold released, was then made at Stripe).
-    const mayStillArrive =
-      Date.parse(now) <
-      Date.parse(operation.created_at) + 2 * ctx.config.providerTimeoutMs + ARRIVAL_MARGIN_MS;
+    const mayStillArrive = Date.parse(now) < mayArriveUntil(ctx.config, operation);
     if ((reads < NEVER_MADE_FROM_READ || mayStillArrive) && reads < ctx.config.reconcileScheduleMs.length) {
       await recordRead(ctx, operation, { state: 'unknown', error: 'the provider has no record of it yet' });
       return false;
     }
-    const outcome = {
-      status: 'failed' as const,
-      code: NEVER_MADE,
-      message: 'The provider has no record of this call: it never reached the provider.',
-      retryable: true,
-    };
+    const outcome = NEVER_MADE_OUTCOME;
     // What waited is released first: a crash before the row is settled reads it again, harmlessly.
     await handler.neverMade?.(ctx, operation);
     await ctx.db.transaction().execute(async (trx) => {

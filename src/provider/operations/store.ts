@@ -158,9 +158,9 @@ function settled(outcome: KnownOutcome, providerObjectId: string | null, now: st
 }
 
 /**
- * Settles a flagged operation with the outcome an operator established (kassa renewal resolve), in the
- * caller's transaction; false when it is no longer flagged (another resolution settled it first), so
- * an operation is resolved once.
+ * Settles a flagged operation with the outcome an operator's resolution established (kassa operation
+ * resolve, kassa renewal resolve), in the caller's transaction; false when it is no longer flagged
+ * (another resolution settled it first), so an operation is resolved once.
  */
 export async function settleFlaggedOperation(
   trx: Executor,
