@@ -205,26 +205,32 @@ async function payAfterReading(ctx: AppContext, token: string, card: ParsedCard 
   assertPayable(found, before, ctx.clock());
   if (card instanceof ValidationError) throw card;
   // A signup checkout saves the card on the subscription's customer: with a trial it is only saved.
-  if (found.subscription_plan_id === null)
-    return { saveCardFor: null, ...(await reserveAttempt(ctx, found, card)) };
-  if (await savesCardOnly(ctx.db, found))
-    return { savedOnly: await saveTrialCard(ctx, found, card), saveCardFor: null, session: null };
+  if (found.subscription_plan_id === null) return charge(ctx, await reserveAttempt(ctx, found, card), null);
+  if (await savesCardOnly(ctx.db, found)) return saveTrialCard(ctx, found, card);
   const saveCardFor = await signupCustomer(ctx, found);
-  return { saveCardFor, ...(await reserveAttempt(ctx, found, card)) };
+  return charge(ctx, await reserveAttempt(ctx, found, card), saveCardFor);
 }
 
 export async function payCheckout(ctx: AppContext, token: string, input: PayInput) {
   const parsed = cardOrRefusal(input);
   // Most attempts: the slot claimed by the checkout's token is the attempt's first statement.
-  let reserved: Awaited<ReturnType<typeof payAfterReading>>;
+  let reserved: Awaited<ReturnType<typeof reserveAttempt>>;
   try {
-    reserved = { saveCardFor: null, ...(await reserveAttempt(ctx, { token }, parsed)) };
+    reserved = await reserveAttempt(ctx, { token }, parsed);
   } catch (error) {
     if (!(error instanceof ReadFirst)) throw error;
-    reserved = await payAfterReading(ctx, token, parsed);
+    return payAfterReading(ctx, token, parsed);
   }
-  if (reserved.session === null) return reserved.savedOnly;
-  const { session, payment, operation, provider, card, saveCardFor } = reserved;
+  return charge(ctx, reserved, null);
+}
+
+/** Steps 2 and 3: the provider asked under the reserved attempt's key, and its answer recorded. */
+async function charge(
+  ctx: AppContext,
+  { session, payment, operation, provider, card }: Awaited<ReturnType<typeof reserveAttempt>>,
+  /** The signup's customer the card is saved on (null: not a signup). */
+  saveCardFor: string | null,
+) {
   const call = await callProvider(ctx.config, operation, () =>
     provider.chargeCard({
       idempotencyKey: operation.idempotency_key,

@@ -98,9 +98,10 @@ export async function claimAttemptSlot(
   const row = await trx
     .updateTable('checkout_sessions')
     .set({ attempt_locked_until: until })
-    .$if('id' in checkout, (qb) => qb.where('checkout_sessions.id', '=', (checkout as { id: number }).id))
-    .$if('token' in checkout, (qb) =>
-      qb.where('checkout_sessions.token_hash', '=', sha256Hex((checkout as { token: string }).token)),
+    .where((eb) =>
+      'id' in checkout
+        ? eb('checkout_sessions.id', '=', checkout.id)
+        : eb('checkout_sessions.token_hash', '=', sha256Hex(checkout.token)),
     )
     .where((eb) => eb.or([eb('attempt_locked_until', 'is', null), eb('attempt_locked_until', '<=', now)]))
     .returningAll()
