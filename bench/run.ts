@@ -13,6 +13,8 @@
 //                                         comma-separated texts
 //   KASSA_BENCH_PROFILE=1                 CPU-profile the service (node --cpu-prof); the profile is
 //                                         summarised and kept under bench/results/profiles/
+//   KASSA_BENCH_ROUNDS (default 3)        rounds of the webhook queues' scenarios (Kassa's and the peers',
+//                                         in turn in each round); each row is the median round
 //   KASSA_BENCH_NODE_FLAGS                extra node flags for the service, e.g. "--max-semi-space-size=4"
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -39,7 +41,14 @@ import {
 } from './processes.ts';
 import { summarizeProfile } from './profile.ts';
 import { startReceiverProcess } from './receiver.ts';
-import { IDEAL_PREFIX, requestRow, SCENARIOS, type ScenarioResult, WEBHOOK_RATE } from './scenarios.ts';
+import {
+  IDEAL_PREFIX,
+  requestRow,
+  SCENARIOS,
+  type Scenario,
+  type ScenarioResult,
+  WEBHOOK_RATE,
+} from './scenarios.ts';
 import {
   createBenchDatabase,
   createMerchantWithCli,
@@ -57,6 +66,7 @@ const PG_URL = process.env.KASSA_BENCH_DATABASE_URL || DEFAULT_PG_URL;
 const DATABASES = (process.env.KASSA_BENCH_DATABASES || 'sqlite,postgres').split(',');
 const ONLY = (process.env.KASSA_BENCH_ONLY || '').split(',').filter(Boolean);
 const PROFILE = process.env.KASSA_BENCH_PROFILE === '1';
+const ROUNDS = Math.max(1, Math.floor(Number(process.env.KASSA_BENCH_ROUNDS) || 3));
 const NODE_FLAGS = (process.env.KASSA_BENCH_NODE_FLAGS || '').split(' ').filter(Boolean);
 const STARTED_AT = new Date();
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
@@ -229,20 +239,23 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
           ? { databaseUrl: PG_URL, receiverUrl: receiver.url, secret: access.webhookSecret }
           : null,
     };
-    for (const scenario of SCENARIOS) {
-      if (ONLY.length && !ONLY.some((text) => scenario.name.includes(text))) continue;
-      if (scenario.databases && !scenario.databases.includes(kind)) continue;
-      log(`  ${kind.padEnd(8)} ${scenario.name} …`);
+    const chosen = SCENARIOS.filter(
+      (scenario) =>
+        (!ONLY.length || ONLY.some((text) => scenario.name.includes(text))) &&
+        (!scenario.databases || scenario.databases.includes(kind)),
+    );
+    const measure = async (scenario: Scenario, round = '') => {
+      log(`  ${kind.padEnd(8)} ${scenario.name}${round} …`);
       const load1Now = load1();
       // The peak of this scenario alone: VmHWM reset before it (else the highest sample every 100 ms).
-      const exact = resetPeakRss(service.process.pid);
-      const rss = sampleRss(service.process.pid);
+      const exact = resetPeakRss(service?.process.pid);
+      const rss = sampleRss(service?.process.pid);
       const result = await scenario.run(context);
       const sampled = rss.stop();
-      const peak = exact ? procMemoryMB(service.process.pid, 'VmHWM') : sampled;
+      const peak = exact ? procMemoryMB(service?.process.pid, 'VmHWM') : sampled;
       const cost = cpuCost(result);
       if (peak !== null && (run.peakRssMB === null || peak > run.peakRssMB)) run.peakRssMB = peak;
-      rows.push({
+      return {
         database: kind,
         scenario: scenario.name,
         ...result,
@@ -257,8 +270,20 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
             : Math.round((bare.cpuUsPerRequest / cost.perRequest) * 1000) / 1000,
         peakRssMB: peak,
         load1: load1Now,
-      });
-    }
+      } satisfies Row;
+    };
+    for (const scenario of chosen.filter((s) => !s.compared)) rows.push(await measure(scenario));
+    // The queues set side by side (Kassa's worker and the peers) run in rounds, each queue once per
+    // round in turn, so that what else the machine was doing weighs on all of them alike; each row is
+    // the median round.
+    const compared = chosen.filter((s) => s.compared);
+    const rounds = new Map<Scenario, Row[]>(compared.map((s) => [s, []]));
+    for (let round = 1; round <= ROUNDS; round++)
+      for (const scenario of compared)
+        rounds
+          .get(scenario)
+          ?.push(await measure(scenario, ROUNDS > 1 ? ` (round ${round} of ${ROUNDS})` : ''));
+    for (const [scenario, measured] of rounds) rows.push(medianRound(scenario, measured));
   } catch (error) {
     run.error = error instanceof Error ? (error.stack ?? error.message) : String(error);
     log(`  ${kind}: FAILED ${run.error}`);
@@ -283,6 +308,23 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
     );
   }
   return run;
+}
+
+/**
+ * The median of a compared scenario's rounds (by rate for throughput, by p99 for latency; the lower
+ * middle of an even count): one real round, every figure of it, with each round's figure in its note.
+ */
+function medianRound(scenario: Scenario, measured: Row[]): Row {
+  const figure = (row: Row) => (scenario.compared === 'latency' ? (row.p99Ms ?? Infinity) : row.rate);
+  const sorted = [...measured].sort((a, b) => figure(a) - figure(b));
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (measured.length < 2) return median;
+  const unit = scenario.compared === 'latency' ? ' ms p99' : '/s';
+  const each = measured.map((row) => `${figure(row)}`).join(', ');
+  return {
+    ...median,
+    note: [median.note, `median of ${measured.length} rounds: ${each}${unit}`].filter(Boolean).join('; '),
+  };
 }
 
 function format(value: number | null, digits = 0): string {

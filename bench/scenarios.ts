@@ -61,6 +61,12 @@ export interface Scenario {
   name: string;
   /** The databases it runs on (all when absent). */
   databases?: ('sqlite' | 'postgres')[];
+  /**
+   * A webhook queue's figure set beside the others' (Kassa's and the peers'): these scenarios run in
+   * interleaved rounds (run.ts), and the row is the median round, by rate for `throughput`, by p99 for
+   * `latency`.
+   */
+  compared?: 'throughput' | 'latency';
   run(context: ScenarioContext): Promise<ScenarioResult>;
 }
 
@@ -344,10 +350,12 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: WEBHOOK_THROUGHPUT,
+    compared: 'throughput',
     run: (context) => webhookThroughputScenario(context),
   },
   {
     name: WEBHOOK_LATENCY,
+    compared: 'latency',
     run: (context) => webhookLatencyScenario(context),
   },
   ...peerScenarios(webhookThroughputScenario, webhookLatencyScenario, {

@@ -119,11 +119,13 @@ export function peerScenarios(
     {
       name: `${PEER_PREFIX}${peer}: ${names.throughput}`,
       databases: ['postgres'],
+      compared: 'throughput' as const,
       run: (context: ScenarioContext) => withPeer(peer, context, throughput),
     },
     {
       name: `${PEER_PREFIX}${peer}: ${names.latency}`,
       databases: ['postgres'],
+      compared: 'latency' as const,
       run: (context: ScenarioContext) => withPeer(peer, context, latency),
     },
   ]);
