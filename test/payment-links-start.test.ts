@@ -2,8 +2,12 @@
 // use atomically (never past max_uses, also under 50 parallel starts), and paid payments feed the stats.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Transaction } from 'kysely';
+import type { Database } from '../src/db/database.ts';
+import { lockSession } from '../src/modules/checkout/store.ts';
 import { lockLink } from '../src/modules/payment-links/store.ts';
 import { billing, CARDS, pay } from './helpers/checkout.ts';
+import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { someoneWaitsOnALock } from './helpers/locks.ts';
 import {
   call,
@@ -13,6 +17,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
+import { startWithStripe } from './helpers/stripe.ts';
 
 type Json = Record<string, unknown>;
 
@@ -226,6 +231,68 @@ describe(`starting checkouts from payment links (${DB_KIND})`, () => {
   });
 });
 
+/** A link of one use and the checkout started from it (which holds that use). */
+async function oneUseCheckout(server: TestServer, merchant: Merchant) {
+  const product = await call<Json>(server, 'POST', '/api/products/', {
+    token: merchant.token,
+    body: { name: 'Last one', unit_price: '9.00', currency: 'USD' },
+  });
+  const link = await call<Json>(server, 'POST', '/api/payment-links/', {
+    token: merchant.token,
+    body: { name: 'One use', products: [{ product_id: product.body.id }], max_uses: 1 },
+  });
+  assert.equal(link.status, 201, link.text);
+  const linkId = link.body.id as string;
+  const start = () =>
+    call<Json>(server, 'POST', `/api/payment-links/public/${linkId}/start/`, { body: billing() });
+  const started = await start();
+  assert.equal(started.status, 201, started.text);
+  const session = await server.ctx.db
+    .selectFrom('checkout_sessions')
+    .innerJoin('payment_links', 'payment_links.uuid', 'checkout_sessions.payment_link_id')
+    .select(['checkout_sessions.id', 'checkout_sessions.expires_at', 'payment_links.id as link_row_id'])
+    .where('checkout_sessions.public_id', '=', started.body.checkout_id as string)
+    .executeTakeFirstOrThrow();
+  return {
+    linkId,
+    start,
+    checkoutId: started.body.checkout_id as string,
+    token: started.body.token as string,
+    session,
+  };
+}
+
+/**
+ * A request made while a transaction holds a row lock (`hold`), until the request waits for it (or
+ * answers without waiting: its outcome then shows it); `meanwhile` runs in that transaction before it
+ * commits. `waiter` names the request for the failure message.
+ */
+async function requestWhileHeld<T>(
+  server: TestServer,
+  waiter: string,
+  hold: (trx: Transaction<Database>) => Promise<unknown>,
+  request: () => Promise<T>,
+  meanwhile: (trx: Transaction<Database>) => Promise<unknown>,
+): Promise<T> {
+  const { promise: released, resolve: release } = Promise.withResolvers<void>();
+  const { promise: heldYet, resolve: held } = Promise.withResolvers<Transaction<Database>>();
+  const holder = server.ctx.db.transaction().execute(async (trx) => {
+    await hold(trx);
+    held(trx);
+    await released;
+  });
+  const trx = await heldYet;
+  const answer = request();
+  try {
+    await Promise.race([someoneWaitsOnALock(server.ctx.db, waiter), answer]);
+    await meanwhile(trx);
+  } finally {
+    release();
+    await holder;
+  }
+  return answer;
+}
+
 describe(`a link checkout's first payment at its expiry (${DB_KIND})`, () => {
   let server: TestServer;
   let merchant: Merchant;
@@ -237,61 +304,127 @@ describe(`a link checkout's first payment at its expiry (${DB_KIND})`, () => {
   after(() => server.close());
 
   test('a start that found the checkout expired and unpaid is never followed by its payment (max_uses 1)', async () => {
-    const product = await call<Json>(server, 'POST', '/api/products/', {
-      token: merchant.token,
-      body: { name: 'Last one', unit_price: '9.00', currency: 'USD' },
-    });
-    const link = await call<Json>(server, 'POST', '/api/payment-links/', {
-      token: merchant.token,
-      body: { name: 'One use', products: [{ product_id: product.body.id }], max_uses: 1 },
-    });
-    assert.equal(link.status, 201, link.text);
-    const started = await call<Json>(server, 'POST', `/api/payment-links/public/${link.body.id}/start/`, {
-      body: billing(),
-    });
-    assert.equal(started.status, 201, started.text);
-    const linkRow = await server.ctx.db
-      .selectFrom('payment_links')
-      .select('id')
-      .where('uuid', '=', link.body.id as string)
-      .executeTakeFirstOrThrow();
-    const session = await server.ctx.db
-      .selectFrom('checkout_sessions')
-      .select('expires_at')
-      .where('public_id', '=', started.body.checkout_id as string)
-      .executeTakeFirstOrThrow();
-
+    const { linkId, token, session } = await oneUseCheckout(server, merchant);
     // A second start holds the link's lock at the checkout's expiry: it counts no use (the checkout
     // expired unpaid) and takes the last one. Meanwhile the customer's card attempt, begun a moment
     // before the expiry, reaches the link: it waits for the lock, then judges the expiry by the clock
     // after it. (SQLite: one process's requests queue on its one connection before they read the
     // clock, so this passes there either way; across processes the attempt would queue at BEGIN.)
-    const { promise: released, resolve: release } = Promise.withResolvers<void>();
-    const { promise: lockedYet, resolve: locked } = Promise.withResolvers<void>();
-    const secondStart = server.ctx.db.transaction().execute(async (trx) => {
-      await lockLink(trx, linkRow.id);
-      locked();
-      await released;
-    });
-    await lockedYet;
     offsetMs = Date.parse(session.expires_at) - Date.now() - 2_000;
-    const attempt = pay(server, started.body.token as string, CARDS.success);
+    let answer: Awaited<ReturnType<typeof pay>>;
     try {
-      await someoneWaitsOnALock(server.ctx.db, 'the card attempt (the link lock)');
-      offsetMs = Date.parse(session.expires_at) - Date.now() + 1_000;
+      answer = await requestWhileHeld(
+        server,
+        'the card attempt (the link lock)',
+        (trx) => lockLink(trx, session.link_row_id),
+        () => pay(server, token, CARDS.success),
+        async () => {
+          offsetMs = Date.parse(session.expires_at) - Date.now() + 1_000;
+        },
+      );
     } finally {
-      release();
-      await secondStart;
+      offsetMs = 0;
     }
-    const answer = await attempt;
-    offsetMs = 0;
     assert.equal(answer.status, 410, answer.text);
     assert.equal((answer.body as Json).detail, 'This checkout has expired.');
     const paid = await server.ctx.db
       .selectFrom('payments')
       .select('id')
-      .where('payment_link_id', '=', link.body.id as string)
+      .where('payment_link_id', '=', linkId)
       .execute();
     assert.deepEqual(paid, []);
+  });
+});
+
+describe(`a link checkout's PaymentIntent for Stripe's form, opened as its use is given back (${DB_KIND})`, () => {
+  let fake: FakeStripe;
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let merchant: Merchant;
+  let offsetMs = 0;
+  before(async () => {
+    ({ fake, server, close } = await startWithStripe({
+      worker: false,
+      clock: () => new Date(Date.now() + offsetMs),
+    }));
+    merchant = await createTestMerchant(server, 'Last Use Stripe Shop');
+  });
+  after(() => close());
+
+  /** The customer's page (which opens the payment and its PaymentIntent for Stripe's form). */
+  async function page(token: string): Promise<Json> {
+    const answer = await call<Json>(server, 'GET', `/api/checkout/${token}/`);
+    assert.equal(answer.status, 200, answer.text);
+    return answer.body;
+  }
+
+  /** The page offered no PaymentIntent, and none was opened, neither in Kassa nor at Stripe. */
+  async function nothingToConfirm(shown: Json, linkId: string, checkoutId: string) {
+    assert.deepEqual(
+      [shown.transaction_id, (shown.provider as Json).client_secret],
+      [null, null],
+      'no PaymentIntent to confirm in the form',
+    );
+    const opened = await server.ctx.db
+      .selectFrom('payments')
+      .select('id')
+      .where('payment_link_id', '=', linkId)
+      .execute();
+    assert.deepEqual(opened, []);
+    const intents = [...fake.ledger.intents.values()].filter(
+      (intent) => intent.metadata.kassa_checkout_id === checkoutId,
+    );
+    assert.deepEqual(intents, []);
+  }
+
+  test('a start that found the checkout expired and unpaid is never followed by a PaymentIntent to confirm (max_uses 1)', async () => {
+    const { linkId, start, checkoutId, token, session } = await oneUseCheckout(server, merchant);
+    // A second start holds the link's lock at the checkout's expiry: it counts no use (the checkout
+    // expired unpaid) and takes the last one. Meanwhile the customer's page, read a moment before the
+    // expiry, opens the payment and its PaymentIntent for Stripe's form: it must wait for the lock and
+    // judge the expiry by the clock after it, or the customer confirms a PaymentIntent in the form after
+    // the use was given away. (SQLite: one process's requests queue on its one connection before they
+    // read the clock, so this passes there either way.)
+    offsetMs = Date.parse(session.expires_at) - Date.now() - 2_000;
+    try {
+      const shown = await requestWhileHeld(
+        server,
+        'the hosted step (the link lock)',
+        (trx) => lockLink(trx, session.link_row_id),
+        () => page(token),
+        async () => {
+          offsetMs = Date.parse(session.expires_at) - Date.now() + 1_000;
+        },
+      );
+      assert.equal(shown.status, 'expired');
+      await nothingToConfirm(shown, linkId, checkoutId);
+      // The use is the new start's: one more start takes it, and the link is exhausted then.
+      const again = await start();
+      assert.equal(again.status, 201, again.text);
+      assert.equal((await start()).status, 410);
+    } finally {
+      offsetMs = 0;
+    }
+  });
+
+  test('a checkout canceled while its page waited to open the PaymentIntent gets none (its use given back)', async () => {
+    const { linkId, start, checkoutId, token, session } = await oneUseCheckout(server, merchant);
+    // The customer's cancel holds the checkout's lock as the page (read before it) comes to open the
+    // payment: the page reads the checkout again under the lock, and finds it canceled.
+    const shown = await requestWhileHeld(
+      server,
+      'the hosted step (the checkout lock)',
+      (trx) => lockSession(trx, session.id),
+      () => page(token),
+      (trx) =>
+        trx
+          .updateTable('checkout_sessions')
+          .set({ canceled_at: new Date().toISOString() })
+          .where('id', '=', session.id)
+          .execute(),
+    );
+    await nothingToConfirm(shown, linkId, checkoutId);
+    const again = await start();
+    assert.equal(again.status, 201, again.text);
   });
 });

@@ -17,7 +17,6 @@ import {
   settleOperation,
 } from '../../provider/operations/store.ts';
 import type { CardInput, PaymentWrite } from '../../provider/types.ts';
-import { lockLinkByUuid } from '../payment-links/store.ts';
 import type { RecordedAttempt } from '../payments/attempts.ts';
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
@@ -30,7 +29,7 @@ import {
   presentHostedAttempt,
   presentNextAction,
 } from './hosted.ts';
-import { openCheckoutPaymentUnlessOpen } from './provider-form.ts';
+import { lockLinkForFirstPayment, openCheckoutPaymentUnlessOpen } from './provider-form.ts';
 import type { PayInput } from './schemas.ts';
 import { assertStillOpen, attemptInFlight, checkoutState, redirectUrl, syncStatusOf } from './status.ts';
 import * as store from './store.ts';
@@ -142,14 +141,8 @@ async function reserveAttempt(
     let opened: PaymentRow | undefined;
     let checkedAt = now;
     if (payment === undefined) {
-      if (session.payment_link_id !== null) {
-        // A link checkout's first payment turns its reservation into a use. A start counting the link's
-        // uses holds the link's lock: take it (lock order session, then link), and judge the expiry by
-        // the clock after it, so a start that found this checkout expired and unpaid (its use given
-        // back) is never followed by this payment, and one that waits for it counts it.
-        await lockLinkByUuid(trx, session.organization_id, session.payment_link_id);
-        checkedAt = ctx.clock();
-      }
+      // A link checkout's first payment takes the link's lock; its expiry is judged after it.
+      checkedAt = await lockLinkForFirstPayment(ctx, trx, session, now);
       opened = await openCheckoutPaymentUnlessOpen(ctx, trx, session, provider, nowIso, feeBp);
       if (opened === undefined) payment = await payments.paymentOfCheckout(trx, session.id);
     }

@@ -9,6 +9,7 @@ import { toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import { recordOperation, settleOperation } from '../../provider/operations/store.ts';
 import type { PaymentProvider, ProviderName } from '../../provider/types.ts';
+import { lockLinkByUuid } from '../payment-links/store.ts';
 import * as payments from '../payments/store.ts';
 import type { PaymentRow } from '../payments/table.ts';
 import { applyProviderState, openPaymentUnlessOpen } from '../payments/transitions.ts';
@@ -70,14 +71,41 @@ export async function openCheckoutPaymentUnlessOpen(
   );
 }
 
-/** Step 1: the Kassa payment and the operation row of its provider payment, in one transaction. */
+/**
+ * Before a checkout's first payment is opened, in the transaction that holds the session's lock. A link
+ * checkout's first payment turns its reservation into a use, and a start counting the link's uses holds
+ * the link's lock: this takes it (lock order session, then link) and answers the clock after it, by which
+ * the caller judges the checkout's expiry, so a start that found the checkout expired and unpaid (its use
+ * given back) is never followed by its payment, and one that waits for it counts it. Any other checkout:
+ * `now`, nothing locked. Both the card attempt (pay.ts) and the provider's own form (below) call it.
+ */
+export async function lockLinkForFirstPayment(
+  ctx: AppContext,
+  trx: Executor,
+  session: CheckoutSessionRow,
+  now: Date,
+): Promise<Date> {
+  if (session.payment_link_id === null) return now;
+  await lockLinkByUuid(trx, session.organization_id, session.payment_link_id);
+  return ctx.clock();
+}
+
+/**
+ * Step 1: the Kassa payment and the operation row of its provider payment, in one transaction; nothing
+ * (no operation) when the checkout, read again under its lock, is no longer open (expired or canceled
+ * since the page's read): a payment opened then could be confirmed in the provider's form.
+ */
 async function openForForm(ctx: AppContext, sessionId: number, provider: PaymentProvider) {
-  const nowIso = ctx.clock().toISOString();
+  const now = ctx.clock();
+  const nowIso = now.toISOString();
   return ctx.db.transaction().execute(async (trx) => {
     const session = await store.lockSession(trx, sessionId);
-    const payment =
-      (await payments.paymentOfCheckout(trx, session.id)) ??
-      (await openCheckoutPayment(ctx, trx, session, provider, nowIso));
+    const existing = await payments.paymentOfCheckout(trx, session.id);
+    const checkedAt = existing === undefined ? await lockLinkForFirstPayment(ctx, trx, session, now) : now;
+    if (checkoutState(session, existing, checkedAt) !== 'open') {
+      return { session, payment: existing, operation: null };
+    }
+    const payment = existing ?? (await openCheckoutPayment(ctx, trx, session, provider, nowIso));
     const operation = await recordOperation(
       trx,
       {
@@ -105,7 +133,7 @@ async function openAtProvider(
   saveCardFor: string | null,
 ) {
   const { session, payment, operation } = await openForForm(ctx, sessionId, provider);
-  if (payment.provider_payment_id !== null) return { payment, clientSecret: null };
+  if (operation === null || payment.provider_payment_id !== null) return { payment, clientSecret: null };
   const call = await callProvider(ctx.config, operation, () =>
     provider.openPayment({
       idempotencyKey: operation.idempotency_key,
