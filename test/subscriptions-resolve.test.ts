@@ -294,21 +294,28 @@ describe(`resolving flagged renewal tries (${DB_KIND})`, () => {
   });
 
   test('only a flagged renewal try is resolved: unknown keys, other calls, settled tries and bad arguments are refused', async () => {
-    await recordOperation(
-      db(),
-      {
-        kind: 'refund',
-        idempotencyKey: 'kassa-refund-RFresolve',
-        provider: 'simulator',
-        environment: 'sandbox',
-        organizationId: owner.organizationId,
-        subjectType: 'refund',
-        subjectId: 1,
-        reference: 'RFresolve',
-      },
-      new Date().toISOString(),
-      server.ctx.config.reconcileScheduleMs,
-    );
+    // Calls of other kinds: a payment attempt and a refund.
+    const others = [
+      ['payment_attempt', 'kassa-pay-TXresolve-1', 'payment', 'TXresolve'],
+      ['refund', 'kassa-refund-RFresolve', 'refund', 'RFresolve'],
+    ] as const;
+    for (const [kind, idempotencyKey, subjectType, reference] of others) {
+      await recordOperation(
+        db(),
+        {
+          kind,
+          idempotencyKey,
+          provider: 'simulator',
+          environment: 'sandbox',
+          organizationId: owner.organizationId,
+          subjectType,
+          subjectId: 1,
+          reference,
+        },
+        new Date().toISOString(),
+        server.ctx.config.reconcileScheduleMs,
+      );
+    }
     const subscription = await subscribe(GOOD);
     await advance(subscription.publicId, 1);
     const cycle = await cycleOf(subscription.id);
@@ -321,7 +328,15 @@ describe(`resolving flagged renewal tries (${DB_KIND})`, () => {
         [['kassa-renew-0-1', 'paid'], 'kassa: No provider operation kassa-renew-0-1.'],
         [
           ['kassa-refund-RFresolve', 'not-charged'],
-          'kassa: kassa-refund-RFresolve is a refund operation, not a renewal try (kassa-renew-{cycle}-{try}).',
+          'kassa: kassa-refund-RFresolve is a refund operation, not a renewal try (kassa-renew-{cycle}-{try}): resolve it with kassa operation resolve kassa-refund-RFresolve.',
+        ],
+        [
+          ['kassa-pay-TXresolve-1', 'paid'],
+          'kassa: kassa-pay-TXresolve-1 is a payment_attempt operation, not a renewal try (kassa-renew-{cycle}-{try}): resolve it with kassa operation resolve kassa-pay-TXresolve-1.',
+        ],
+        [
+          ['kassa-pay-TXunknown-1', 'paid'],
+          'kassa: kassa-pay-TXunknown-1 is not a renewal try (kassa-renew-{cycle}-{try}): resolve it with kassa operation resolve kassa-pay-TXunknown-1.',
         ],
         [
           [key, 'not-charged'],

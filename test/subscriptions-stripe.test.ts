@@ -614,6 +614,34 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
   });
 
   /**
+   * A paid signup whose card fails off-session (pm_card_chargeCustomerFail), and period 1's first try,
+   * declined: the cycle retrying, its payment's PaymentIntent known.
+   */
+  const firstTryDeclined = async (name: string, amount: string, email: string) => {
+    const subscription = await paidSignup(name, amount, email, 'pm_card_chargeCustomerFail');
+    offsetMs = 32 * DAY;
+    await runRenewals(server.ctx);
+    const cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 1]);
+    return { subscription, cycle };
+  };
+
+  /**
+   * The customer opens the update-card page of their failed-payment mail and saves a new card in the
+   * Payment Element (Stripe confirms its SetupIntent); the page's token, for the sync-status that then
+   * records the card and makes the dunned period's next try at once.
+   */
+  const newCardSaved = async (email: string, card = 'pm_card_visa') => {
+    const [failedMail] = await mailsTo(email, 'Your payment to');
+    const link = /\/checkout\/([A-Za-z0-9_-]{43})/.exec(failedMail?.replace(/=\r?\n/g, '') ?? '');
+    assert.ok(link, 'the update-card link');
+    const page = await hostedStep(server, link[1]);
+    const saved = await fake.confirmInBrowser(page.provider.client_secret as string, card);
+    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+    return link[1];
+  };
+
+  /**
    * A renewal's try 2 charged at Stripe but unrecorded: try 1 declines and leaves its PaymentIntent
    * known; the customer gives a new card on the failed payment's page, so try 2 is made at once. Stripe
    * charges it, but its answer is lost (a 500 after the change) and the SDK's retry under the same key
@@ -621,28 +649,21 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
    * processing while its PaymentIntent succeeded.
    */
   const chargedUnrecorded = async (name: string, amount: string, email: string) => {
-    const subscription = await paidSignup(name, amount, email, 'pm_card_chargeCustomerFail');
-    offsetMs = 32 * DAY;
-    await runRenewals(server.ctx);
-    let cycle = await periodOne(subscription.id);
-    assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 1]);
+    const declined = await firstTryDeclined(name, amount, email);
+    const { subscription } = declined;
+    let { cycle } = declined;
     const paymentId = cycle.payment_id ?? 0;
     const paymentOf = () =>
       server.ctx.db.selectFrom('payments').selectAll().where('id', '=', paymentId).executeTakeFirstOrThrow();
     const intentId = (await paymentOf()).provider_payment_id ?? '';
     assert.match(intentId, /^pi_/);
 
-    const [failedMail] = await mailsTo(email, 'Your payment to');
-    const link = /\/checkout\/([A-Za-z0-9_-]{43})/.exec(failedMail?.replace(/=\r?\n/g, '') ?? '');
-    assert.ok(link, 'the update-card link');
-    const page = await hostedStep(server, link[1]);
-    const saved = await fake.confirmInBrowser(page.provider.client_secret as string, 'pm_card_visa');
-    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+    const token = await newCardSaved(email);
     const confirm = /^\/v1\/payment_intents\/pi_\w+\/confirm$/;
     fake.fail({ method: 'POST', path: confirm, mode: '500_after_success', times: 1 });
     fake.fail({ method: 'POST', path: confirm, mode: '429', times: 1 });
     const updated = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
-      body: { token: link[1] },
+      body: { token },
     });
     assert.equal(updated.body.status, 'SUCCESS', updated.text);
     assert.equal(fake.ledger.intent(intentId).status, 'succeeded', 'Stripe charged the new card');
@@ -753,6 +774,166 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     assert.equal(fake.requests.length, calls);
     assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
     assert.equal(await settlementsOf(server.ctx, payment.id), 1);
+    offsetMs = 0;
+  });
+
+  const paymentById = (id: number | null) =>
+    server.ctx.db
+      .selectFrom('payments')
+      .selectAll()
+      .where('id', '=', id ?? 0)
+      .executeTakeFirstOrThrow();
+  /** The charges Stripe made on every renewal PaymentIntent of a subscription, by status. */
+  const renewalCharges = (subscriptionPublicId: string) =>
+    renewalsOf(subscriptionPublicId)
+      .flatMap((intent) => fake.ledger.chargesOf(intent.id))
+      .map((charge) => charge.status)
+      .sort();
+  /**
+   * Period 1's first try declines (the saved card fails off-session), and an operator then cancels its
+   * PaymentIntent by hand in Stripe's Dashboard: final, never charged. The cycle and its payment.
+   */
+  const renewalIntentCanceledByHand = async (name: string, amount: string, email: string) => {
+    const { subscription, cycle } = await firstTryDeclined(name, amount, email);
+    const first = await paymentById(cycle.payment_id);
+    const intentId = first.provider_payment_id ?? '';
+    assert.match(intentId, /^pi_/);
+    fake.ledger.cancelPaymentIntent(intentId, { cancellation_reason: 'requested_by_customer' });
+    return { subscription, first, intentId };
+  };
+
+  test("a renewal PaymentIntent canceled by hand at Stripe is that try's failure: the next try of the dunning charges a new PaymentIntent, once", async () => {
+    const email = 'stripe-canceled-intent@example.com';
+    const canceled = await renewalIntentCanceledByHand('Monthly, canceled intent', '6.70', email);
+    const { subscription, first, intentId } = canceled;
+    // No webhook reaches Kassa. The customer saves a new card: try 2 is made at once, on the canceled
+    // PaymentIntent, which Stripe refuses to confirm: that is try 2's failure.
+    offsetMs = 32 * DAY + HOUR;
+    const updated = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
+      body: { token: await newCardSaved(email) },
+    });
+    assert.equal(updated.body.status, 'SUCCESS', updated.text);
+    let cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts, cycle.payment_id], ['retrying', 2, first.id]);
+    assert.ok(cycle.next_attempt_at, 'the next try is on the dunning schedule');
+    assert.equal((await paymentById(first.id)).status, 'canceled', "the payment shows Stripe's cancel");
+    const failed = await operationOf(`kassa-renew-${cycle.id}-2`);
+    assert.deepEqual([failed.state, failed.outcome, failed.outcome_code], ['done', 'failed', 'canceled']);
+    assert.equal((await subscriptionOf(email))?.status, 'past_due');
+    assert.equal(renewalsOf(subscription.public_id).length, 1, 'no new PaymentIntent yet');
+
+    // Try 3, three days after the first: a new renewal payment, charged with a new PaymentIntent.
+    offsetMs = 35 * DAY + 60_000;
+    await runRenewals(server.ctx);
+    cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['paid', 3]);
+    assert.notEqual(cycle.payment_id, first.id, 'a new renewal payment');
+    const second = await paymentById(cycle.payment_id);
+    assert.deepEqual([second.status, second.subscription_id], ['paid', subscription.id]);
+    assert.equal(await settlementsOf(server.ctx, second.id), 1, 'the wallet credited once');
+    assert.deepEqual(
+      [(await paymentById(first.id)).status, await settlementsOf(server.ctx, first.id)],
+      ['canceled', 0],
+    );
+    const intents = renewalsOf(subscription.public_id);
+    assert.deepEqual(
+      intents.map((intent) => [intent.id, intent.status, intent.metadata.kassa_transaction_id]).sort(),
+      [
+        [intentId, 'canceled', first.public_id],
+        [second.provider_payment_id, 'succeeded', second.public_id],
+      ].sort(),
+    );
+    assert.deepEqual(renewalCharges(subscription.public_id), ['failed', 'succeeded'], 'charged once');
+    assert.ok(
+      fake.requests.some(
+        (request) =>
+          request.method === 'POST' &&
+          request.path === '/v1/payment_intents' &&
+          request.idempotencyKey === `kassa-renew-${cycle.id}-3`,
+      ),
+      'made under try 3 key',
+    );
+    assert.equal((await subscriptionOf(email))?.status, 'active');
+    assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+
+    // Nothing more: the period is paid.
+    const calls = fake.requests.length;
+    offsetMs = 40 * DAY;
+    await runRenewals(server.ctx);
+    assert.equal(fake.requests.length, calls);
+    offsetMs = 0;
+  });
+
+  test("a renewal PaymentIntent canceled at Stripe, whose webhook Kassa recorded, is replaced by the next try's new PaymentIntent", async () => {
+    const email = 'stripe-canceled-webhook@example.com';
+    const canceled = await renewalIntentCanceledByHand('Monthly, canceled by webhook', '5.20', email);
+    const { subscription, first, intentId } = canceled;
+    offsetMs = 32 * DAY + HOUR;
+    const delivered = await deliver(server, fake, eventAbout(fake, 'payment_intent.canceled', intentId));
+    assert.equal(delivered.status, 200, delivered.text);
+    assert.equal((await paymentById(first.id)).status, 'canceled');
+    // The new card's try, at once: a new payment and PaymentIntent, charged.
+    const updated = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
+      body: { token: await newCardSaved(email) },
+    });
+    assert.equal(updated.body.status, 'SUCCESS', updated.text);
+    const cycle = await periodOne(subscription.id);
+    assert.deepEqual([cycle.status, cycle.attempts], ['paid', 2]);
+    const second = await paymentById(cycle.payment_id);
+    assert.notEqual(second.id, first.id);
+    assert.equal(second.status, 'paid');
+    assert.equal(await settlementsOf(server.ctx, second.id), 1);
+    assert.deepEqual(renewalCharges(subscription.public_id), ['failed', 'succeeded'], 'charged once');
+    assert.equal((await subscriptionOf(email))?.status, 'active');
+    offsetMs = 0;
+  });
+
+  test("a later renewal try whose answer was lost is read back by its known PaymentIntent's id, not by Stripe's lagging search", async () => {
+    const email = 'stripe-read-by-id@example.com';
+    // Stripe's search shows none of the PaymentIntents made from now on (seconds ago at Stripe).
+    fake.ledger.searchLagSince = Math.floor(Date.now() / 1000);
+    try {
+      const declined = await firstTryDeclined('Monthly, read by id', '4.30', email);
+      const { subscription } = declined;
+      let { cycle } = declined;
+      const intentId = (await paymentById(cycle.payment_id)).provider_payment_id ?? '';
+      assert.match(intentId, /^pi_/, 'Kassa knows the PaymentIntent from try 1');
+
+      // Try 2 declines at Stripe, but both answers to its confirm are lost.
+      const confirm = /^\/v1\/payment_intents\/pi_\w+\/confirm$/;
+      fake.fail({ method: 'POST', path: confirm, mode: '500_after_success', times: 2 });
+      offsetMs = 33 * DAY + 60_000;
+      await runRenewals(server.ctx);
+      cycle = await periodOne(subscription.id);
+      assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['retrying', 2, null]);
+      assert.equal(fake.ledger.chargesOf(intentId).length, 2, 'Stripe declined try 2');
+
+      const searches = () =>
+        fake.requests.filter((request) => request.path === '/v1/payment_intents/search').length;
+      const before = searches();
+      for (const minute of [2, 6, 61]) {
+        offsetMs = 33 * DAY + (1 + minute) * 60_000;
+        await reconcile(server.ctx);
+        await runRenewals(server.ctx);
+      }
+      assert.equal(searches(), before, 'no search: the PaymentIntent is read by its id');
+      cycle = await periodOne(subscription.id);
+      assert.deepEqual([cycle.status, cycle.attempts], ['retrying', 2], "try 2's decline, recorded");
+      assert.equal(
+        Date.parse(cycle.next_attempt_at ?? ''),
+        Date.parse(cycle.first_attempt_at ?? '') + 3 * DAY,
+        'try 3 on the dunning schedule, not at once',
+      );
+      const read = await operationOf(`kassa-renew-${cycle.id}-2`);
+      assert.deepEqual([read.state, read.outcome, read.outcome_code], ['done', 'failed', 'generic_decline']);
+      assert.equal(fake.ledger.chargesOf(intentId).length, 2, 'the card was not tried again');
+      assert.ok(
+        !fake.requests.some((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-3`),
+        'try 2 was not taken for never made',
+      );
+    } finally {
+      fake.ledger.searchLagSince = null;
+    }
     offsetMs = 0;
   });
 });

@@ -59,8 +59,10 @@ Options:
 
 Kassa acts only on what the provider shows: a statement it contradicts (a charge you call not charged,
 a decline you call paid, no charge you call paid), a charge not decided yet, or a provider that cannot
-be read is refused and nothing changes. A try that is not flagged is refused. Every resolution is in
-the organization's audit log (subscription.renewal_resolved, actor operator).`,
+be read is refused and nothing changes. A try that is not flagged is refused. The key of another kind
+of call (kassa-pay-…, kassa-refund-…, kassa-setup-…) is refused with the command that resolves it,
+kassa operation resolve <operation>. Every resolution is in the organization's audit log
+(subscription.renewal_resolved, actor operator).`,
   options: { 'provider-payment-id': { type: 'string' } },
   async run({ values, positionals, config }) {
     const [operation, statement] = positionals;

@@ -12,7 +12,9 @@
 //    as any payment does (attempts, ledger, transaction.status_changed), and dunning.ts decides the rest
 //    (a refusal of a payment the provider shows paid is that payment, not a decline: answerOfTry).
 //    An answer that never came leaves the cycle waiting (next_attempt_at null): the reconciler reads the
-//    charge back by the same key (renewalOperationHandlers) and finishes the try. It is never charged again.
+//    charge back (renewalOperationHandlers: by the provider payment's id once known, else by reference)
+//    and finishes the try. It is never charged again. A renewal payment the provider canceled (by hand
+//    in Stripe's Dashboard) is replaced by a new one on the cycle's next try (prepareTry).
 //    A try the provider refuses (a refused key, a rate limit) is made again hourly under the same key, for
 //    PROVIDER_ERROR_LIMIT_MS; then it waits, flagged. A flagged try (that, or one the reconciler could not
 //    read back by its last read) waits for the operator: kassa renewal resolve (resolve.ts).
@@ -433,7 +435,16 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
       outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
       return null;
     }
-    const payment = opened ?? (await openRenewalPayment(ctx, trx, subscription, cycle, realNowIso));
+    // A renewal payment Kassa recorded canceled while its cycle is still collected was canceled at the
+    // provider (an operator canceled the PaymentIntent in Stripe's Dashboard; Kassa cancels one only when
+    // it voids the cycle): final, never charged, and no confirm of it can succeed. Its try counted as a
+    // failure; this try charges a new renewal payment (a new provider payment, under this try's key)
+    // instead of being refused by the canceled one until the cycle is given up. Never a second charge:
+    // the old one can no longer be charged, and a payment in any other state is charged again as is.
+    const payment =
+      opened !== null && opened.status !== 'canceled'
+        ? opened
+        : await openRenewalPayment(ctx, trx, subscription, cycle, realNowIso);
     const tryNumber = Number(cycle.attempts) + 1;
     const recorded = await recordOperation(
       trx,
@@ -905,6 +916,30 @@ export async function outcomeOfTry(
 }
 
 /**
+ * The provider's state of the payment a try charged: read by its provider id once Kassa has recorded it
+ * (an earlier try's answer, a webhook, a sync), by the try's reference only while none is known. A read
+ * by id is consistent; Stripe's search by reference is not (a minute behind, more during an outage), so it
+ * could miss the PaymentIntent a try has just made and have it taken for never made.
+ */
+async function providerStateOfTry(
+  ctx: AppContext,
+  operation: OperationRow,
+): Promise<ProviderPaymentState | null> {
+  const provider = ctx.providers.named(operation.provider);
+  const payment =
+    operation.organization_id === null
+      ? undefined
+      : await ctx.db
+          .selectFrom('payments')
+          .select('provider_payment_id')
+          .where('organization_id', '=', operation.organization_id)
+          .where('public_id', '=', operation.reference)
+          .executeTakeFirst();
+  const known = payment?.provider_payment_id ?? null;
+  return known === null ? provider.findPayment(operation.reference) : provider.getPayment(known);
+}
+
+/**
  * The reconciler's side: a renewal charge whose answer was lost is read back, never made again. Whatever
  * the provider has of the cycle's payment is recorded first (its provider id above all: the next try
  * confirms that payment instead of making another one); a charge the provider has not decided yet is
@@ -912,8 +947,7 @@ export async function outcomeOfTry(
  */
 const renewalCharge: OperationHandler = {
   async read(ctx, operation) {
-    const provider = ctx.providers.named(operation.provider);
-    const state = await provider.findPayment(operation.reference);
+    const state = await providerStateOfTry(ctx, operation);
     const tryNumber = tryNumberOf(operation);
     if (!state) return { outcome: null };
     const outcome = await outcomeOfTry(ctx, operation, state);

@@ -16,7 +16,9 @@
 // Every later try goes to the same provider payment, which neither provider charges twice (a Stripe
 // PaymentIntent that succeeded is found and not confirmed again, or, once Kassa knows its id, Stripe
 // refuses the confirm; the simulator's decided payment takes no further attempts), and whose refusal is
-// recorded as what that payment shows: paid, not a decline (dunning.ts, answerOfTry). The operation is
+// recorded as what that payment shows: paid, not a decline (dunning.ts, answerOfTry). Only a provider
+// payment canceled at the provider (final, never charged) is replaced: the next try opens a new renewal
+// payment (renew.ts, prepareTry). The operation is
 // settled, the cycle moved and the audit entry written in one transaction that takes the subscription's
 // lock and settles the operation only if it is still flagged, so a try is resolved once however many
 // operators run the command.
@@ -55,13 +57,26 @@ function notFlagged(operation: OperationRow): ConflictError {
   );
 }
 
+/** The start of a renewal try's key; every other kind of call is kassa operation resolve's. */
+const RENEWAL_KEY_PREFIX = 'kassa-renew-';
+
+/** A key that is another kind of call's (kassa-pay-…, kassa-refund-…, kassa-setup-…): where it is resolved. */
+function otherKind(key: string, kind: string | null): ValidationError {
+  const what = kind === null ? 'not a renewal try' : `a ${kind} operation, not a renewal try`;
+  return new ValidationError(
+    `${key} is ${what} (kassa-renew-{cycle}-{try}): resolve it with kassa operation resolve ${key}.`,
+  );
+}
+
 async function flaggedRenewal(ctx: AppContext, key: string): Promise<OperationRow> {
   const operation = await operationByKey(ctx.db, key);
-  if (!operation) throw new NotFoundError(`No provider operation ${key}.`);
+  if (!operation) {
+    // Another kind's key (a payment attempt's kassa-pay-…) is pointed to its command, found or not.
+    if (key.startsWith('kassa-') && !key.startsWith(RENEWAL_KEY_PREFIX)) throw otherKind(key, null);
+    throw new NotFoundError(`No provider operation ${key}.`);
+  }
   if (operation.kind !== RENEWAL_KIND || operation.subject_type !== CYCLE_SUBJECT) {
-    throw new ValidationError(
-      `${key} is a ${operation.kind} operation, not a renewal try (kassa-renew-{cycle}-{try}).`,
-    );
+    throw otherKind(key, operation.kind);
   }
   if (operation.state !== 'flagged') throw notFlagged(operation);
   return operation;

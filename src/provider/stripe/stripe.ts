@@ -160,9 +160,13 @@ export class StripeProvider implements PaymentProvider {
       // earlier confirm whose answer Kassa never recorded), still processing, or canceled. The refusal
       // says nothing of the charge: the caller goes by the state (renew.ts, answerOfTry), never takes
       // the refusal alone for a decline. A read that fails throws: unknown, read back by the reconciler.
+      // A PaymentIntent canceled at Stripe (an operator in the Dashboard) is final and was never charged:
+      // the refusal is this try's failure, as `canceled`, and the next try charges a new payment (renew.ts).
       const intentId = (isStripeError(error) ? error.payment_intent?.id : undefined) ?? providerPaymentId;
       if (!intentId) return { outcome, payment: null };
-      return { outcome, payment: await this.stateOf(await stripe.paymentIntents.retrieve(intentId)) };
+      const current = await stripe.paymentIntents.retrieve(intentId);
+      const payment = await this.stateOf(current);
+      return { outcome: current.status === 'canceled' ? outcomeOfIntent(current) : outcome, payment };
     }
     return { outcome: outcomeOfIntent(intent), payment: await this.stateOf(intent) };
   }
