@@ -24,6 +24,7 @@ import { refundProviderConflicts } from './020-refund-provider-conflicts.ts';
 import { loginFailures } from './021-login-failures.ts';
 import { webhookPreviousSecret } from './022-webhook-previous-secret.ts';
 import { renewalProviderErrors } from './023-renewal-provider-errors.ts';
+import { webhookLogReferences } from './024-webhook-log-references.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -50,5 +51,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '021_login_failures': loginFailures(),
     '022_webhook_previous_secret': webhookPreviousSecret(),
     '023_renewal_provider_errors': renewalProviderErrors(),
+    '024_webhook_log_references': webhookLogReferences(kind),
   };
 }
