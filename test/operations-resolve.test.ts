@@ -1,17 +1,22 @@
 // Resolving a flagged provider call of any kind but a renewal try (kassa operation list / kassa operation
 // resolve), on both databases, with the simulator: a card attempt, a refund and a trial's card setup whose
 // answer was lost, and which the reconciler could not read back by its last read. Kassa reads the provider
-// once more and records what it shows through the call's own path: a charge paid and settled once, a
-// refund completed (the wallet debited once), a call that never reached the provider failed (the
-// checkout's slot freed, the refund's hold released once); a call not decided yet, a provider that cannot
-// be read, a call that may still arrive, and anything not flagged are refused with nothing changed. Every
-// resolution is audited (actor operator); two operators at once resolve a call once. With the fake
-// Stripe: the PaymentIntent of the hosted page (payment_open) found by Stripe's search, or never made
-// and opened again under the same key, one PaymentIntent either way.
+// once more and records what it shows through the call's own path, as the reconciler would: a charge paid
+// and settled once, a refund completed (the wallet debited once), a call that never reached the provider
+// failed (the checkout's slot freed, the refund's hold released once); an answer that is not final (a
+// charge or a card waiting for 3-D Secure, a refund processing) recorded as the reconciler records it and
+// said still waiting (exit 1), never charged again, then followed to its end (the customer's approval,
+// the refund sync); the reconciler reads a waiting setup as its answer, not as never made. A provider
+// that cannot be read, a call that may still arrive, and anything not flagged are refused with nothing
+// changed. Every resolution is audited (actor operator); two operators at once resolve a call once. With
+// the fake Stripe: the PaymentIntent of the hosted page (payment_open) found by Stripe's search, or never
+// made and opened again under the same key, one PaymentIntent either way.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { commands } from '../src/cli/commands.ts';
 import { DomainError } from '../src/http/errors.ts';
+import { syncRefunds } from '../src/modules/refunds/sync.ts';
+import { reconcileOperation } from '../src/provider/operations/reconciler.ts';
 import { resolveFlaggedOperation } from '../src/provider/operations/resolve.ts';
 import { operationByKey, recordOperation } from '../src/provider/operations/store.ts';
 import type { OperationRow } from '../src/provider/operations/table.ts';
@@ -25,6 +30,7 @@ import {
   type Json,
   pay,
   paymentRow as paymentOf,
+  syncStatus,
 } from './helpers/checkout.ts';
 import { assertRefused, kassa, refusedArguments } from './helpers/cli.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
@@ -103,6 +109,14 @@ describe(`resolving flagged provider calls (${DB_KIND})`, () => {
       assert.match(error.message, pattern);
       return true;
     });
+  };
+  /** The customer approves the 3-D Secure challenge their checkout page shows. */
+  const approve = async (token: string) => {
+    const page = await call<Json>(server, 'GET', `/api/checkout/${token}/`);
+    const action = page.body.next_action as { url: string } | null;
+    assert.ok(action?.url, page.text);
+    const approved = await call<Json>(server, 'POST', action.url, { body: { answer: 'approve' } });
+    assert.equal(approved.status, 200, approved.text);
   };
   /** Nothing changed: still flagged, and no resolution audited. */
   const unchanged = async (key: string) => {
@@ -267,16 +281,8 @@ describe(`resolving flagged provider calls (${DB_KIND})`, () => {
     assert.equal((await pay(server, checkout.token)).body.payment_status, 'paid');
   });
 
-  test('an attempt waiting for 3-D Secure is refused until the provider decides it; a provider that cannot be read is refused', async () => {
-    const { transactionId, key } = await attemptAnswerLost(reached, THREE_DS);
-    await refusal(
-      resolve(key),
-      409,
-      /^simulator has not decided this attempt yet \(simpay_\w+ waits for the customer's authentication\)\. Nothing changed; resolve it once it has \(or cancel the payment at the provider\)\.$/,
-    );
-    await unchanged(key);
-    assert.equal((await paymentRow(transactionId)).provider_payment_id, null, 'nothing recorded');
-
+  test("an attempt waiting for 3-D Secure is recorded as the reconciler records it and said still waiting (exit 1), never charged again; the customer's approval pays it; a provider that cannot be read is refused", async () => {
+    const { checkout, transactionId, key } = await attemptAnswerLost(reached, THREE_DS);
     const unreadable = useProvider(
       server.ctx,
       wrapProvider(server.ctx.providers.simulator, {
@@ -297,12 +303,57 @@ describe(`resolving flagged provider calls (${DB_KIND})`, () => {
       unreadable();
     }
     await unchanged(key);
+    assert.equal((await paymentRow(transactionId)).provider_payment_id, null, 'nothing recorded');
 
+    const resolved = await kassa(['operation', 'resolve', key], server.env);
+    assert.equal(resolved.code, 1, 'not final: as the other answers that are not final');
+    assert.equal(
+      resolved.stderr.trim(),
+      `kassa: ${key} is still waiting for the customer's authentication. Recorded as the reconciler records it (no longer flagged); the provider decides the rest, and Kassa follows it.`,
+    );
+    const answer = JSON.parse(resolved.stdout) as Json;
+    assert.deepEqual(
+      [answer.outcome, answer.outcome_code, answer.waiting, answer.payment_status],
+      ['requires_action', null, "still waiting for the customer's authentication", 'processing'],
+    );
+    assert.match(
+      String(answer.provider_shows),
+      /^waiting for the customer's authentication \(simpay_\w+, PROCESSING\)$/,
+    );
+    // What the reconciler records of the same answer: the row settled with it, the provider payment
+    // applied, the checkout's slot freed.
+    const settled = await operation(key);
+    assert.deepEqual(
+      [settled.state, settled.outcome, settled.provider_object_id],
+      ['done', 'requires_action', answer.provider_object_id],
+    );
+    const payment = await paymentRow(transactionId);
+    assert.equal(payment.provider_payment_id, answer.provider_object_id);
+    assert.equal((await sessionOf(payment)).attempt_locked_until, null);
+    assert.equal((await simAttempts(server.ctx, transactionId)).length, 1, 'never charged again');
+    assert.equal((await audits(key)).length, 1);
+    await refusal(resolve(key), 409, /is not flagged: it is done \(requires_action\)/);
+
+    // The customer's page shows the challenge; their approval pays it, once.
+    await approve(checkout.token);
+    await syncStatus(server, checkout.token);
+    const paid = await paymentRow(transactionId);
+    assert.equal(paid.status, 'paid');
+    assert.equal(await settlementsOf(server.ctx, paid.id), 1);
+    assert.equal((await simAttempts(server.ctx, transactionId)).length, 1, 'charged once');
+    await assertLedgerBalanced(server.ctx, owner.organizationId);
+  });
+
+  test('an attempt the provider no longer waits on once canceled there is recorded failed', async () => {
+    const { transactionId, key } = await attemptAnswerLost(reached, THREE_DS);
     // The operator cancels it at the provider: the attempt is decided, and recorded so.
     const found = await server.ctx.providers.simulator.findPayment(transactionId);
     await server.ctx.providers.simulator.cancelPayment(found?.providerPaymentId as string);
     const resolved = await resolve(key);
-    assert.deepEqual([resolved.outcome, resolved.payment_status], ['failed', 'canceled']);
+    assert.deepEqual(
+      [resolved.outcome, resolved.payment_status, resolved.waiting],
+      ['failed', 'canceled', null],
+    );
     assert.equal((await operation(key)).state, 'done');
   });
 
@@ -331,32 +382,61 @@ describe(`resolving flagged provider calls (${DB_KIND})`, () => {
     return { transactionId, refundId, publicId, key };
   };
 
-  test('a refund the provider has not decided is refused; once it completes, it is recorded completed and the wallet debited once', async () => {
-    const { transactionId, refundId, publicId, key } = await refundAnswerLost(async (input) => {
-      await server.ctx.providers.simulator.createRefund(input);
-      throw new Error('socket hang up');
-    });
-    await refusal(
-      resolve(key),
-      409,
-      /^simulator has not decided this refund yet \(simref_\w+ is processing\)\. Nothing changed; resolve it once it has\.$/,
-    );
-    await unchanged(key);
-    assert.equal((await refundRow(refundId)).status, 'pending');
-    assert.deepEqual(await movements(refundId), ['refund_hold']);
-
-    // The bank decides it (the simulator's delay runs out).
-    await simulatorDb(db())
+  /** The bank decides a processing refund at the simulator (its delay runs out). */
+  const bankDecides = (publicId: string) =>
+    simulatorDb(db())
       .updateTable('sim_refunds')
       .set({ completes_at: new Date(Date.now() - 1000).toISOString() })
       .where('reference', '=', publicId)
       .execute();
+  const sentThenLost: PaymentProvider['createRefund'] = async (input) => {
+    await server.ctx.providers.simulator.createRefund(input);
+    throw new Error('socket hang up');
+  };
+
+  test('a refund still processing at the provider is recorded so, as the reconciler records it (exit 1, still processing), and the refund sync completes it once', async () => {
+    const { refundId, publicId, key } = await refundAnswerLost(sentThenLost);
+    const resolved = await kassa(['operation', 'resolve', key], server.env);
+    assert.equal(resolved.code, 1);
+    assert.match(
+      resolved.stderr,
+      new RegExp(`^kassa: ${key} is still processing at the provider\\. Recorded`),
+    );
+    const answer = JSON.parse(resolved.stdout) as Json;
+    assert.deepEqual(
+      [answer.outcome, answer.waiting, answer.refund_id],
+      ['pending', 'still processing at the provider', publicId],
+    );
+    assert.match(String(answer.provider_shows), /^refund processing \(simref_\w+\)$/);
+    assert.deepEqual([(await operation(key)).state, (await operation(key)).outcome], ['done', 'pending']);
+    const processing = await refundRow(refundId);
+    assert.equal(processing.provider_refund_id, answer.provider_object_id);
+    assert.deepEqual(await movements(refundId), ['refund_hold'], 'held while the bank decides');
+
+    await bankDecides(publicId);
+    await syncRefunds(server.ctx);
+    await syncRefunds(server.ctx);
+    assert.equal((await refundRow(refundId)).status, 'completed');
+    assert.deepEqual(await movements(refundId), ['refund_hold', 'refund_debit'], 'debited once');
+    assert.equal((await audits(key)).length, 1);
+    await assertLedgerBalanced(server.ctx, owner.organizationId);
+  });
+
+  test('a refund the provider completed: concurrently resolved, recorded completed and the wallet debited once', async () => {
+    const { transactionId, refundId, publicId, key } = await refundAnswerLost(sentThenLost);
+    await bankDecides(publicId);
     const results = await Promise.allSettled([resolve(key), resolve(key)]);
     assert.deepEqual(results.map((result) => result.status).sort(), ['fulfilled', 'rejected']);
     const resolved = results.find((result) => result.status === 'fulfilled')?.value;
     assert.deepEqual(
-      [resolved?.outcome, resolved?.refund_id, resolved?.refund_status, resolved?.transaction_id],
-      ['succeeded', publicId, 'completed', transactionId],
+      [
+        resolved?.outcome,
+        resolved?.waiting,
+        resolved?.refund_id,
+        resolved?.refund_status,
+        resolved?.transaction_id,
+      ],
+      ['succeeded', null, publicId, 'completed', transactionId],
     );
     assert.match(String(resolved?.provider_shows), /^refund completed \(simref_\w+\)$/);
     const refund = await refundRow(refundId);
@@ -405,49 +485,57 @@ describe(`resolving flagged provider calls (${DB_KIND})`, () => {
     assert.equal(whole.body.amount, '50.00');
   });
 
-  test("a trial's card saved while its answer was lost: the subscription is made; a setup never made frees the checkout", async () => {
-    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+  let plan: Awaited<ReturnType<typeof call<{ id: string }>>> | undefined;
+  /** A trial signup whose card is saved through `setupCard` (wrapped); its answer lost, then flagged (if `flag`). */
+  const signup = async (
+    setupCard: PaymentProvider['setupCard'],
+    cardNumber: string = CARDS.success,
+    flag = true,
+  ) => {
+    plan ??= await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
       token: owner.token,
       body: { name: 'Trial', amount: '9.00', interval: 'month', trial_days: 14 },
     });
     assert.equal(plan.status, 201, plan.text);
-    const signup = async (setupCard: PaymentProvider['setupCard']) => {
-      const email = `trial-${Math.random().toString(36).slice(2)}@example.com`;
-      const started = await call<{ token: string; checkout_id: string }>(
-        server,
-        'POST',
-        `/api/subscriptions/public/${plan.body.id}/start/`,
-        { body: billing({ billing_email: email }) },
-      );
-      assert.equal(started.status, 201, started.text);
-      const restore = useProvider(server.ctx, wrapProvider(server.ctx.providers.simulator, { setupCard }));
-      try {
-        const lost = await pay(server, started.body.token);
-        assert.equal(lost.body.outcome, 'unknown', lost.text);
-      } finally {
-        restore();
-      }
-      const session = await db()
-        .selectFrom('checkout_sessions')
-        .selectAll()
-        .where('public_id', '=', started.body.checkout_id)
-        .executeTakeFirstOrThrow();
-      const [{ idempotency_key: key }] = await operationsOf(server.ctx, 'checkout_session', session.id);
-      await flagAfterLastRead(server.ctx, key, 'simulator unreachable');
-      const subscriptions = () =>
-        db()
-          .selectFrom('subscriptions')
-          .select('status')
-          .where('customer_email', '=', email)
-          .execute()
-          .then((rows) => rows.map((row) => row.status));
-      return { started: started.body, session, key, subscriptions };
-    };
+    const email = `trial-${Math.random().toString(36).slice(2)}@example.com`;
+    const started = await call<{ token: string; checkout_id: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/public/${plan.body.id}/start/`,
+      { body: billing({ billing_email: email }) },
+    );
+    assert.equal(started.status, 201, started.text);
+    const restore = useProvider(server.ctx, wrapProvider(server.ctx.providers.simulator, { setupCard }));
+    try {
+      const lost = await pay(server, started.body.token, cardNumber);
+      assert.equal(lost.body.outcome, 'unknown', lost.text);
+    } finally {
+      restore();
+    }
+    const session = await db()
+      .selectFrom('checkout_sessions')
+      .selectAll()
+      .where('public_id', '=', started.body.checkout_id)
+      .executeTakeFirstOrThrow();
+    const [{ idempotency_key: key }] = await operationsOf(server.ctx, 'checkout_session', session.id);
+    if (flag) await flagAfterLastRead(server.ctx, key, 'simulator unreachable');
+    const subscriptions = () =>
+      db()
+        .selectFrom('subscriptions')
+        .select('status')
+        .where('customer_email', '=', email)
+        .execute()
+        .then((rows) => rows.map((row) => row.status));
+    return { started: started.body, session, key, subscriptions };
+  };
 
-    const saved = await signup(async (input) => {
-      await server.ctx.providers.simulator.setupCard(input);
-      throw new Error('socket hang up');
-    });
+  const savedThenLost: PaymentProvider['setupCard'] = async (input) => {
+    await server.ctx.providers.simulator.setupCard(input);
+    throw new Error('socket hang up');
+  };
+
+  test("a trial's card saved while its answer was lost: the subscription is made; a setup never made frees the checkout", async () => {
+    const saved = await signup(savedThenLost);
     assert.deepEqual(await saved.subscriptions(), []);
     const resolved = await resolve(saved.key);
     assert.deepEqual(
@@ -473,6 +561,49 @@ describe(`resolving flagged provider calls (${DB_KIND})`, () => {
     assert.equal(session.attempt_locked_until, null, 'the customer may save a card again');
     assert.equal((await pay(server, never.started.token)).body.status, 'SUCCESS');
     assert.deepEqual(await never.subscriptions(), ['trialing']);
+
+    // A card waiting for the customer's 3-D Secure: recorded as its answer would have been (the setup
+    // kept for the page, the slot freed), not as "no record", and said plainly (exit 1).
+    const waiting = await signup(savedThenLost, THREE_DS);
+    const answered = await kassa(['operation', 'resolve', waiting.key], server.env);
+    assert.equal(answered.code, 1);
+    assert.equal(
+      answered.stderr.trim(),
+      `kassa: ${waiting.key} is still waiting for the customer's authentication. Recorded as the reconciler records it (no longer flagged); the provider decides the rest, and Kassa follows it.`,
+    );
+    const shown = JSON.parse(answered.stdout) as Json;
+    assert.deepEqual(
+      [shown.outcome, shown.waiting, shown.completed],
+      ['requires_action', "still waiting for the customer's authentication", false],
+    );
+    assert.match(String(shown.provider_shows), /^setup requires_action \(simseti_\w+\)$/);
+    assert.deepEqual(
+      [(await operation(waiting.key)).state, (await operation(waiting.key)).outcome],
+      ['done', 'requires_action'],
+    );
+    assert.deepEqual(await waiting.subscriptions(), []);
+    await approve(waiting.started.token);
+    assert.deepEqual(await waiting.subscriptions(), ['trialing']);
+  });
+
+  test("the reconciler reads a trial's card waiting for 3-D Secure as its answer, not as never made: the customer approves it", async () => {
+    const { started, session, key, subscriptions } = await signup(savedThenLost, THREE_DS, false);
+    // Past any arrival margin, two reads: a setup taken for "no record" would be "never made" here.
+    await age(key);
+    for (let read = 0; read < 2; read++) {
+      await reconcileOperation(server.ctx, operationHandlers, await operation(key));
+    }
+    const read = await operation(key);
+    assert.deepEqual([read.state, read.outcome, read.outcome_code], ['done', 'requires_action', null]);
+    const after = await db()
+      .selectFrom('checkout_sessions')
+      .selectAll()
+      .where('id', '=', session.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(after.signup_setup_id, read.provider_object_id, 'the setup kept for the page');
+    assert.equal(after.attempt_locked_until, null);
+    await approve(started.token);
+    assert.deepEqual(await subscriptions(), ['trialing']);
   });
 
   test('only a flagged call of a kind Kassa reads back is resolved: unknown keys, renewal tries, other kinds, settled calls and bad arguments are refused', async () => {

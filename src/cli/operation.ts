@@ -54,15 +54,21 @@ form), kassa-refund-RF… (a refund), kassa-setup-… (a trial signup's or updat
 Kassa reads the provider once more and records what it shows, as the reconciler would have:
   decided       recorded as any answer: a charge paid and settled once, a decline recorded, a refund
                 completed (the wallet debited) or failed (its hold released), a card saved
+  not final     (a charge or card waiting for the customer's 3-D Secure, a charge or refund processing)
+                recorded as the reconciler records it: the call is settled and its checkout's slot
+                freed, and the payment, refund or checkout follows the provider from here (its sync,
+                webhooks, the customer's page); prints the JSON and "kassa: <operation> is still waiting
+                for the customer's authentication …" (or "still processing …"), exit 1
   no trace      the call never reached the provider: a card attempt is failed and its checkout may be
                 paid again; a refund is failed and its amount may be refunded again; a setup's checkout
-                may save a card again
-  undecided     (processing, waiting for 3-D Secure) refused: resolve it once the provider decides
+                may save a card again (refused while the call may still arrive)
   unreadable    refused: fix the provider's key or wait for it, then resolve it again
 
-Nothing you say moves money: only the provider's state does. A refusal changes nothing. A call that is
-not flagged is refused, and so is a renewal try (kassa renewal resolve <operation> paid|not-charged).
-Every resolution is in the organization's audit log (provider_operation.resolved, actor operator).`,
+Nothing you say moves money, and nothing is ever charged again: only the provider's state is recorded.
+A refusal changes nothing (exit 1). A call that is not flagged is refused, and so is a renewal try
+(kassa renewal resolve <operation> paid|not-charged). Every resolution is in the organization's audit
+log (provider_operation.resolved, actor operator). The JSON's "waiting" is what a not-final answer
+still waits for (null when final).`,
   options: {},
   async run({ positionals, config }) {
     const [operation] = positionals;
@@ -71,10 +77,24 @@ Every resolution is in the organization's audit log (provider_operation.resolved
       return 1;
     }
     const cfg = config();
-    return printFromDatabase(cfg, async (handle) => {
+    let waiting = null as string | null;
+    const code = await printFromDatabase(cfg, async (handle) => {
       const { resolveFlaggedOperation, operationHandlers } = await modules();
-      return resolveFlaggedOperation(createContext(cfg, handle), operationHandlers, operation, OPERATOR);
+      const resolved = await resolveFlaggedOperation(
+        createContext(cfg, handle),
+        operationHandlers,
+        operation,
+        OPERATOR,
+      );
+      waiting = resolved.waiting;
+      return resolved;
     });
+    if (waiting === null) return code;
+    // Recorded, but not final: said plainly, and not a success (as the other answers that are not final).
+    console.error(
+      `kassa: ${operation} is ${waiting}. Recorded as the reconciler records it (no longer flagged); the provider decides the rest, and Kassa follows it.`,
+    );
+    return 1;
   },
 };
 

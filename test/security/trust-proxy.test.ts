@@ -1,7 +1,7 @@
 // #14 finding 6: KASSA_TRUST_PROXY=true trusted any X-Forwarded-For, so a client could name any address
 // and slip every per-address limit. It is now a hop count or a list of proxy addresses; `true` is
 // refused at start. Per-address limits count an IPv6 client by its /64 (src/http/client-network.ts): one
-// line's 2^64 addresses are one client.
+// line's 2^64 addresses are one client; so does the exemption of an address a member logged in from.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
@@ -114,5 +114,31 @@ describe('security #6: proxy trust', () => {
       ...from('2001:db8:5:6::1'),
     });
     assert.equal(right.status, 200, 'another /64 has its own count');
+  });
+
+  test('the exemption of an address a member logged in from matches its network: a rotating IPv6 address within its /64, an IPv4-mapped one as its IPv4', async () => {
+    const server = await startTestServer({
+      worker: false,
+      env: { KASSA_TRUST_PROXY: '1', KASSA_RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: '4' },
+    });
+    servers.push(server);
+    const from = (address: string) => ({ headers: { 'x-forwarded-for': address } });
+    const login = (address: string, email: string, password: string) =>
+      call(server, 'POST', '/api/auth/login/', { body: { email, password }, ...from(address) });
+    const shop = await createTestMerchant(server, 'Rotating Shop');
+    // The member logs in from an IPv6 privacy address and from a dual-stack socket's IPv4-mapped one.
+    assert.equal((await login('2001:db8:a:b:1111:2222:3333:4444', shop.email, shop.password)).status, 200);
+    assert.equal((await login('::ffff:198.51.100.7', shop.email, shop.password)).status, 200);
+    // A stranger fills the account's count from four other networks.
+    const spread: number[] = [];
+    for (let i = 1; i <= 4; i++) spread.push((await login(`203.0.113.${i}`, shop.email, 'wrong')).status);
+    assert.deepEqual(spread, [401, 401, 401, 401]);
+    assert.equal((await login('203.0.113.9', shop.email, shop.password)).status, 429, 'a new place');
+    // The member's address has rotated within its /64 since: still where they log in from.
+    const rotated = await login('2001:db8:a:b:5555:6666:7777:8888', shop.email, shop.password);
+    assert.equal(rotated.status, 200, rotated.text);
+    assert.equal((await login('2001:db8:a:b::1', shop.email, 'a typo')).status, 401, 'a typo is a 401');
+    assert.equal((await login('198.51.100.7', shop.email, shop.password)).status, 200, 'IPv4 as mapped');
+    assert.equal((await login('2001:db8:a:c::1', shop.email, shop.password)).status, 429, 'the next /64');
   });
 });

@@ -7,8 +7,9 @@
 // The account is the email as typed (normalized), whether or not it is a member's: an unknown email is
 // counted and answered exactly like a known one. The two wide counts never refuse an account from an
 // address it has a session on record from (a live one, or one that ended less than a day ago: the
-// retention loop keeps them that long), so a stranger who fills them cannot lock a member out of the
-// places they log in from; there only the first count applies. A try is counted by conditional upserts
+// retention loop keeps them that long), matched by the network every count uses (an IPv6 address by its
+// /64, so a privacy address rotating within it keeps it), so a stranger who fills them cannot lock a
+// member out of the places they log in from; there only the first count applies. A try is counted by conditional upserts
 // committed before the password is hashed, so parallel guesses through any number of processes cannot
 // all pass before one is counted. A right password gives its try back to the two wide counts and
 // clears the account's count from its address (not the account's count from elsewhere, nor the
@@ -87,18 +88,25 @@ function countFailure(trx: Executor, scope: Scope, hash: string, limit: number, 
     .executeTakeFirst();
 }
 
-/** Whether the account has a session on record from this address (the member logged in from there). */
+/**
+ * Whether the account has a session on record from this address's network (the member logged in from
+ * there): the network every per-address count uses (clientNetwork: an IPv6 address by its /64, an
+ * IPv4-mapped one as its IPv4 address), so a client whose IPv6 address rotates within its /64 keeps it.
+ * The sessions keep the full address; their few distinct addresses (live ones, and those ended less than
+ * a day ago) are compared by network.
+ */
 async function loggedInFrom(trx: Executor, email: string, address: string): Promise<boolean> {
-  const row = await trx
+  const network = clientNetwork(address);
+  const rows = await trx
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select('sessions.id')
+    .select('sessions.ip')
+    .distinct()
     .where('users.email', '=', email)
     .where('users.removed_at', 'is', null)
-    .where('sessions.ip', '=', address)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .where('sessions.ip', 'is not', null)
+    .execute();
+  return rows.some((row) => row.ip !== null && clientNetwork(row.ip) === network);
 }
 
 async function refusal(trx: Executor, hash: string, limit: number, now: Date, windowMs: number) {

@@ -6,7 +6,6 @@
 // (`resolve`, provider/operations/resolve.ts).
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
-import { ConflictError } from '../../http/errors.ts';
 import type {
   FlaggedReading,
   OperationHandler,
@@ -41,21 +40,23 @@ async function applyPaymentState(
   return { ...applied, conflict };
 }
 
-/** Reads the provider payment of the operation's payment and applies it; null when the provider has none. */
-async function readPayment(
-  ctx: AppContext,
-  operation: OperationRow,
-): Promise<{ state: ProviderPaymentState; conflict: string | null } | null> {
-  const provider = ctx.providers.named(operation.provider);
-  const state = await provider.findPayment(operation.reference);
-  if (!state) return null;
+/** Applies the provider payment read back to the operation's payment, in its own transaction; the conflict. */
+async function applyRead(ctx: AppContext, operation: OperationRow, state: ProviderPaymentState) {
   const applied = await ctx.db
     .transaction()
     .execute((trx) => applyPaymentState(trx, operation, state, ctx.clock().toISOString()));
-  // A renewal's payment paid by this read: its cycle's next try is due now (after the commit).
+  await afterApply(ctx, applied);
+  return applied.conflict;
+}
+
+/** After the commit: a renewal's payment paid by the read has its cycle's next try due now. */
+async function afterApply(ctx: AppContext, applied: Awaited<ReturnType<typeof applyPaymentState>>) {
   if (applied.changed) await renewalPaidElsewhere(ctx, applied.payment);
-  const { conflict } = applied;
-  return { state, conflict };
+}
+
+/** The provider payment of the operation's payment, by its reference; null when the provider has none. */
+function findPayment(ctx: AppContext, operation: OperationRow) {
+  return ctx.providers.named(operation.provider).findPayment(operation.reference);
 }
 
 /** The hosted checkout's attempt lock waited for this answer: the customer may try again. */
@@ -68,76 +69,77 @@ async function releaseAttemptLock(db: Executor, paymentId: number) {
   if (payment) await checkouts.updateSession(db, payment.checkout_session_id, { attempt_locked_until: null });
 }
 
-/** The attempt this operation made, as the provider payment shows it; undefined when it has none. */
-function attemptOf(operation: OperationRow, state: ProviderPaymentState | null) {
-  return state?.attempts.find((known) => known.idempotencyKey === operation.idempotency_key);
+/**
+ * The provider payment, and the outcome the attempt this operation made shows there (succeeded, declined,
+ * processing, waiting for 3-D Secure; null when it has no such attempt): what the reconciler and kassa
+ * operation resolve both read.
+ */
+async function findAttempt(ctx: AppContext, operation: OperationRow) {
+  const state = await findPayment(ctx, operation);
+  const attempt = state?.attempts.find((known) => known.idempotencyKey === operation.idempotency_key);
+  const outcome = attempt && state ? outcomeOfAttempt(attempt, state.nextAction ?? null) : null;
+  return { state, outcome };
 }
 
 const paymentAttempt: OperationHandler = {
   async read(ctx, operation): Promise<OperationRead> {
-    const found = await readPayment(ctx, operation);
-    if (!found) return { outcome: null };
-    const attempt = attemptOf(operation, found.state);
-    if (!attempt) return { outcome: null, conflict: found.conflict };
+    const { state, outcome } = await findAttempt(ctx, operation);
+    if (!state) return { outcome: null };
+    const conflict = await applyRead(ctx, operation, state);
+    if (!outcome) return { outcome: null, conflict };
+    // The attempt has an answer, final or not (processing, waiting for the customer): the payment
+    // follows the provider from here (its sync, webhooks), and the checkout's slot is free.
     await releaseAttemptLock(ctx.db, operation.subject_id);
-    return {
-      outcome: outcomeOfAttempt(attempt, found.state.nextAction ?? null),
-      providerObjectId: found.state.providerPaymentId,
-      conflict: found.conflict,
-    };
+    return { outcome, providerObjectId: state.providerPaymentId, conflict };
   },
   neverMade: (ctx, operation) => releaseAttemptLock(ctx.db, operation.subject_id),
   async resolve(ctx, operation) {
-    const state = await ctx.providers.named(operation.provider).findPayment(operation.reference);
-    const attempt = attemptOf(operation, state);
-    const outcome = attempt && state ? outcomeOfAttempt(attempt, state.nextAction ?? null) : null;
-    if (outcome?.status === 'pending' || outcome?.status === 'requires_action') {
-      const waits =
-        outcome.status === 'pending' ? 'is processing' : "waits for the customer's authentication";
-      throw new ConflictError(
-        `${operation.provider} has not decided this attempt yet (${state?.providerPaymentId} ${waits}). Nothing changed; resolve it once it has (or cancel the payment at the provider).`,
-      );
-    }
-    // Either way the checkout's slot is freed, as the reconciler frees it: decided, or never made.
-    return paymentReading(operation, state, outcome, (trx) => releaseAttemptLock(trx, operation.subject_id));
+    const { state, outcome } = await findAttempt(ctx, operation);
+    // Either way the checkout's slot is freed, as the reconciler frees it: an answer, or never made.
+    return paymentReading(ctx, operation, state, outcome, (trx) =>
+      releaseAttemptLock(trx, operation.subject_id),
+    );
   },
 };
 
 const paymentOpen: OperationHandler = {
   async read(ctx, operation): Promise<OperationRead> {
-    const found = await readPayment(ctx, operation);
-    if (!found) return { outcome: null };
-    return {
-      outcome: { status: 'succeeded' },
-      providerObjectId: found.state.providerPaymentId,
-      conflict: found.conflict,
-    };
+    const state = await findPayment(ctx, operation);
+    if (!state) return { outcome: null };
+    const conflict = await applyRead(ctx, operation, state);
+    return { outcome: { status: 'succeeded' }, providerObjectId: state.providerPaymentId, conflict };
   },
   async resolve(ctx, operation) {
     // Opening charges nothing: the provider payment exists (opened), or the page opens it again.
-    const state = await ctx.providers.named(operation.provider).findPayment(operation.reference);
-    return paymentReading(operation, state, state ? { status: 'succeeded' } : null);
+    const state = await findPayment(ctx, operation);
+    return paymentReading(ctx, operation, state, state ? { status: 'succeeded' } : null);
   },
 };
 
 /**
  * What one more read of a payment's flagged call records: the provider payment's state applied as the
- * reconciler applies it (a charge after Kassa gave the payment up is its provider_conflict), then `also`.
+ * reconciler applies it (a charge after Kassa gave the payment up is its provider_conflict; a renewal's
+ * payment paid ends its dunning after the commit), then `also`.
  */
 function paymentReading(
+  ctx: AppContext,
   operation: OperationRow,
   state: ProviderPaymentState | null,
   outcome: KnownOutcome | null,
   also?: (trx: Executor) => Promise<void>,
 ): FlaggedReading {
+  let applied: Awaited<ReturnType<typeof applyPaymentState>> | null = null;
   return {
     shows: describePayment(operation, state, outcome),
     outcome,
     providerObjectId: state?.providerPaymentId ?? null,
     async record(trx, now) {
-      if (state) await applyPaymentState(trx, operation, state, now);
+      if (state) applied = await applyPaymentState(trx, operation, state, now);
       await also?.(trx);
       return presentPayment(trx, operation.subject_id);
+    },
+    afterCommit: async () => {
+      if (applied) await afterApply(ctx, applied);
     },
   };
 }
@@ -152,7 +154,9 @@ function describePayment(
   if (operation.kind === 'payment_open') return `opened (${payment})`;
   if (outcome === null) return `no attempt of this call (${payment})`;
   if (outcome.status === 'succeeded') return `charged (${payment})`;
-  return `declined (${outcome.status === 'failed' ? outcome.code : outcome.status}; ${payment})`;
+  if (outcome.status === 'requires_action') return `waiting for the customer's authentication (${payment})`;
+  if (outcome.status === 'pending') return `processing (${payment})`;
+  return `declined (${outcome.code}; ${payment})`;
 }
 
 async function presentPayment(trx: Executor, paymentId: number): Promise<ResolvedSubject> {

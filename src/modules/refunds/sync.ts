@@ -5,7 +5,6 @@
 // provider that changes its word about one is heard (and flagged: conflict-flag.ts).
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
-import { ConflictError } from '../../http/errors.ts';
 import type { OperationHandler, OperationHandlers } from '../../provider/operations/reconciler.ts';
 import { operationByKey } from '../../provider/operations/store.ts';
 import type { OperationRow } from '../../provider/operations/table.ts';
@@ -158,16 +157,11 @@ const refundOperation: OperationHandler = {
   },
   /**
    * kassa operation resolve: read once more, and recorded as `read` records it (completed: the wallet
-   * debited; failed: the hold released) or, with no refund at the provider, as `neverMade`. A refund
-   * still processing at the provider is left for it to decide.
+   * debited; failed: the hold released; processing: the refund sync follows it from here) or, with no
+   * refund at the provider, as `neverMade`.
    */
   async resolve(ctx, operation) {
     const state = await findOperationRefund(ctx, operation);
-    if (state?.status === 'processing') {
-      throw new ConflictError(
-        `${operation.provider} has not decided this refund yet (${state.providerRefundId} is processing). Nothing changed; resolve it once it has.`,
-      );
-    }
     return {
       shows: state
         ? `refund ${state.status} (${[state.providerRefundId, state.errorMessage].filter(Boolean).join(': ')})`

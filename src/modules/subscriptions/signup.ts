@@ -13,7 +13,7 @@
 // The subscription's id is chosen when the checkout starts, so the first payment carries it.
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
-import { ConflictError, GoneError, NotFoundError, ValidationError } from '../../http/errors.ts';
+import { GoneError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import { isPublicId, newPublicId } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
@@ -492,30 +492,35 @@ function findOperationSetup(ctx: AppContext, operation: OperationRow) {
   return provider.findSetup(operation.idempotency_key, customerId, operation.reference);
 }
 
-/** The outcome a decided setup shows. */
+/**
+ * The outcome a setup shows, as its call's answer would have: saved, refused, or not final yet (waiting
+ * for the customer's 3-D Secure, processing), which the checkout follows from here as after a live answer.
+ */
 function setupOutcome(setup: ProviderSetupState): KnownOutcome {
-  return setup.status === 'succeeded'
-    ? { status: 'succeeded' }
-    : {
-        status: 'failed',
-        code: setup.lastError?.code ?? 'setup_failed',
-        message: setup.lastError?.message ?? 'The card could not be saved.',
-        retryable: false,
-      };
+  if (setup.status === 'succeeded') return { status: 'succeeded' };
+  if (setup.status === 'requires_action' && setup.nextAction) {
+    return { status: 'requires_action', nextAction: setup.nextAction };
+  }
+  if (setup.status === 'requires_action' || setup.status === 'processing') return { status: 'pending' };
+  return {
+    status: 'failed',
+    code: setup.lastError?.code ?? 'setup_failed',
+    message: setup.lastError?.message ?? 'The card could not be saved.',
+    retryable: false,
+  };
 }
-
-const undecided = (setup: ProviderSetupState) =>
-  setup.status === 'requires_action' || setup.status === 'processing';
 
 /**
  * The reconciler's side of a trial's setup whose answer was lost: read back by the operation's own key
  * (never by the subscription's reference, which the signup's setup and every update-card page's share:
- * a save that never happened must not find an older setup's card), never made twice.
+ * a save that never happened must not find an older setup's card), never made twice. A setup the
+ * provider has is recorded as its answer would have been, waiting for 3-D Secure included (the setup's
+ * id kept, so the page shows its challenge and the subscription is made once approved; not "no record").
  */
 const signupSetup: OperationHandler = {
   async read(ctx, operation) {
     const setup = await findOperationSetup(ctx, operation);
-    if (!setup || undecided(setup)) return { outcome: null };
+    if (!setup) return { outcome: null };
     await applySetup(ctx, operation.subject_id, setup, operation.provider);
     return { outcome: setupOutcome(setup), providerObjectId: setup.setupId };
   },
@@ -524,18 +529,12 @@ const signupSetup: OperationHandler = {
   },
   /**
    * kassa operation resolve: read once more by the same key and recorded as `read` records it (the
-   * subscription made, or the card replaced, while its checkout is open), or, with no setup of this key at
-   * the provider, as `neverMade` (the checkout's slot freed). A setup still waiting is left to the provider.
+   * subscription made, or the card replaced, while its checkout is open; a setup still waiting for the
+   * customer kept for its page), or, with no setup of this key at the provider, as `neverMade` (the
+   * checkout's slot freed).
    */
   async resolve(ctx, operation) {
     const setup = await findOperationSetup(ctx, operation);
-    if (setup && undecided(setup)) {
-      const waits =
-        setup.status === 'processing' ? 'is processing' : "waits for the customer's authentication";
-      throw new ConflictError(
-        `${operation.provider} has not decided this setup yet (${setup.setupId} ${waits}). Nothing changed; resolve it once it has.`,
-      );
-    }
     let applied = false;
     let after: CheckoutSessionRow | null = null;
     return {

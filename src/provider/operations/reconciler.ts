@@ -33,8 +33,9 @@ export interface OperationHandler {
   neverMade?(ctx: AppContext, operation: OperationRow): Promise<void>;
   /**
    * kassa operation resolve (resolve.ts): reads a flagged operation back once more, changing nothing,
-   * and says what to record through the same path as `read` and `neverMade`. Throws a DomainError when
-   * the provider has not decided the call yet. Absent: the kind is resolved otherwise (`resolvedBy`).
+   * and says what to record through the same path as `read` and `neverMade` (the same reading and the
+   * same transitions: an answer `read` would record, final or not, is recorded the same way). Absent:
+   * the kind is resolved otherwise (`resolvedBy`).
    */
   resolve?(ctx: AppContext, operation: OperationRow): Promise<FlaggedReading>;
   /** The command that resolves a call of this kind when it has no `resolve` (a renewal try has its own). */

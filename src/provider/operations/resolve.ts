@@ -5,12 +5,17 @@
 //
 // The operator states nothing: having looked at the provider, they ask Kassa to read the call back once
 // more, as the reconciler does (its kind's handler, `resolve`), and Kassa records what that read shows
-// through the call's own path, the one the reconciler takes when a read succeeds:
-// - the provider decided it (charged, declined, refunded, refused, saved): recorded as any answer is
-//   (applyProviderState, the refund's completion or failure, the setup applied);
+// through the call's own path, the one the reconciler takes when a read succeeds (the kind's handler reads
+// and records with the same functions in `read` and `resolve`):
+// - the provider has it (charged, declined, refunded, refused, saved, or not final yet: processing,
+//   waiting for the customer's 3-D Secure): recorded as any answer is (applyProviderState, the refund's
+//   completion, failure or processing, the setup applied); what is not final is then followed by the
+//   subject's own sync, as after the reconciler's read, and the answer says what it still waits for
+//   (`waiting`: kassa operation resolve exits 1 with it). Nothing is ever charged again;
 // - the provider has no trace of it, and it can no longer arrive: it never reached the provider, as the
 //   reconciler's "never made" (the checkout's attempt slot freed, the refund failed and its hold released);
-// - not decided yet, or the provider cannot be read: refused, nothing changes.
+// - the provider cannot be read, or has no trace of it yet while it may still arrive: refused, nothing
+//   changes.
 // The operation is settled only if it is still flagged, in the transaction that records the read and
 // writes the audit entry (provider_operation.resolved, actor operator), so a call is resolved once
 // however many operators run the command; the wallet's movements are posted once per kind and subject
@@ -60,7 +65,7 @@ async function flaggedOperation(ctx: AppContext, handlers: OperationHandlers, ke
   return { operation, resolve: handler.resolve };
 }
 
-/** One more read of the provider, changing nothing; refused when it cannot be read or may still change. */
+/** One more read of the provider, changing nothing; refused when it cannot be read or may still arrive. */
 async function readOnceMore(
   ctx: AppContext,
   operation: OperationRow,
@@ -95,6 +100,16 @@ async function slugOf(trx: Executor, organizationId: number): Promise<string> {
   return row.slug;
 }
 
+/**
+ * What a recorded answer still waits for, in words; null when it is final. The reconciler records such an
+ * answer and leaves the rest to the subject's own sync (the payment's, the refund's, the checkout page).
+ */
+function stillWaiting(outcome: KnownOutcome): string | null {
+  if (outcome.status === 'requires_action') return "still waiting for the customer's authentication";
+  if (outcome.status === 'pending') return 'still processing at the provider';
+  return null;
+}
+
 /** The answer of kassa operation resolve: the call, what the provider showed and recorded, its subject after. */
 export interface ResolvedOperation {
   operation: string;
@@ -105,14 +120,17 @@ export interface ResolvedOperation {
   provider_object_id: string | null;
   outcome: KnownOutcome['status'];
   outcome_code: string | null;
+  /** What the answer recorded still waits for (the customer's authentication, …); null when final. */
+  waiting: string | null;
   /** The subject's state after (ResolvedSubject.state: payment_status, refund_status, …). */
   [field: string]: unknown;
 }
 
 /**
  * Resolves a flagged provider call (its idempotency key) from one more read of the provider. Throws a
- * DomainError, with nothing changed, when the call is not flagged, the provider cannot be read or has not
- * decided it, or its kind has a command of its own.
+ * DomainError, with nothing changed, when the call is not flagged, the provider cannot be read or has no
+ * trace of it while it may still arrive, or its kind has a command of its own. An answer that is not final
+ * (processing, waiting for the customer) is recorded as the reconciler records it, and `waiting` says so.
  */
 export async function resolveFlaggedOperation(
   ctx: AppContext,
@@ -163,6 +181,7 @@ export async function resolveFlaggedOperation(
     provider_shows: reading.shows,
     provider_object_id: reading.providerObjectId,
     ...result.recorded,
+    waiting: stillWaiting(outcome),
     ...result.subject.state,
   };
 }
