@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { expireCheckouts } from '../src/modules/payments/sync.ts';
-import { CARDS, createCheckout, pay } from './helpers/checkout.ts';
-import type { FakeStripe } from './helpers/fake-stripe/server.ts';
+import { billing, CARDS, createCheckout, pay, paymentRow } from './helpers/checkout.ts';
+import type { FakeStripe, FaultRule } from './helpers/fake-stripe/server.ts';
 import { settlementsOf } from './helpers/provider-checks.ts';
 import {
   call,
@@ -39,12 +39,7 @@ describe(`expiry and cancel stop the provider payment (${DB_KIND})`, () => {
   });
   after(() => close());
 
-  const paymentOf = (publicId: string) =>
-    server.ctx.db
-      .selectFrom('payments')
-      .selectAll()
-      .where('public_id', '=', publicId)
-      .executeTakeFirstOrThrow();
+  const paymentOf = (publicId: string) => paymentRow(server, publicId);
 
   test('an expired checkout cancels its PaymentIntent, then fails the payment; the browser can no longer pay', async () => {
     const checkout = await createCheckout(server, key);
@@ -123,5 +118,140 @@ describe(`expiry and cancel stop the provider payment (${DB_KIND})`, () => {
     assert.deepEqual(late.body, { status: 'abandoned', payment_status: 'failed' });
     assert.equal((await paymentOf(row.public_id)).provider_conflict, null);
     assert.equal((await pay(server, checkout.token, CARDS.success)).status, 410);
+  });
+});
+
+// A cancel Stripe does not answer (a 5xx, a rate limit, a timeout) proves nothing: the customer's browser
+// may still confirm the PaymentIntent. The expiry then leaves the payment `processing` (the expirer's
+// round fails and it asks again on the next), so only Stripe's word settles it: a success the browser
+// made meanwhile is paid, never lost or flagged, and the link's use stays held until then (max_uses 1
+// cannot be exceeded); a cancel that landed, its answer lost, fails the payment once it is read.
+describe(`expiry when Stripe does not answer the cancel (${DB_KIND})`, () => {
+  let fake: FakeStripe;
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let merchant: Merchant;
+  let offsetMs = 0;
+  before(async () => {
+    ({ fake, server, close } = await startWithStripe({
+      worker: false,
+      clock: () => new Date(Date.now() + offsetMs),
+      // The SDK's timeout (and its one retry): a cancel that never answers fails the round in seconds.
+      env: { KASSA_PROVIDER_TIMEOUT_MS: '1500' },
+    }));
+    merchant = await createTestMerchant(server, 'Unanswered Cancel Shop');
+  });
+  after(() => close());
+
+  const paymentOf = (publicId: string) => paymentRow(server, publicId);
+
+  /** A dashboard session at the test's clock (the tests move it past a day). */
+  async function login(): Promise<string> {
+    const answer = await call<{ token: string }>(server, 'POST', '/api/auth/login/', {
+      body: { email: merchant.email, password: merchant.password },
+    });
+    assert.equal(answer.status, 200, answer.text);
+    return answer.body.token;
+  }
+
+  /** A link of one use, and the checkout started from it with its PaymentIntent opened by the page. */
+  async function oneUseLinkCheckout() {
+    const token = await login();
+    const product = await call<Json>(server, 'POST', '/api/products/', {
+      token,
+      body: { name: 'Only one', unit_price: '9.00', currency: 'USD' },
+    });
+    const link = await call<Json>(server, 'POST', '/api/payment-links/', {
+      token,
+      body: { name: 'One use', products: [{ product_id: product.body.id }], max_uses: 1 },
+    });
+    assert.equal(link.status, 201, link.text);
+    const linkId = link.body.id as string;
+    const start = () =>
+      call<Json>(server, 'POST', `/api/payment-links/public/${linkId}/start/`, { body: billing() });
+    const started = await start();
+    assert.equal(started.status, 201, started.text);
+    const { page, provider } = await hostedStep(server, started.body.token as string);
+    assert.ok(provider.client_secret, 'the page has a client secret');
+    const usesCount = async () =>
+      (await call<Json>(server, 'GET', `/api/payment-links/${linkId}/`, { token: await login() })).body
+        .uses_count;
+    return {
+      start,
+      usesCount,
+      token: started.body.token as string,
+      transactionId: page.transaction_id as string,
+      clientSecret: provider.client_secret,
+    };
+  }
+
+  const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
+  const cancelsSoFar = () =>
+    fake.requests.filter((request) => request.method === 'POST' && cancelPath.test(request.path)).length;
+
+  const unanswered: [string, Omit<FaultRule, 'method' | 'path'>][] = [
+    // The SDK sends a 5xx once more (maxNetworkRetries 1); a 429 it does not.
+    ['a 500', { mode: '500', times: 2 }],
+    ['a rate limit', { mode: '429', times: 1 }],
+  ];
+  for (const [name, fault] of unanswered) {
+    test(`a cancel answered by ${name} leaves the payment processing; a success the browser made meanwhile is paid, the link's one use held`, async () => {
+      const checkout = await oneUseLinkCheckout();
+      offsetMs += DAY + 1000;
+      const before = cancelsSoFar();
+      fake.fail({ method: 'POST', path: cancelPath, ...fault });
+      await assert.rejects(expireCheckouts(server.ctx), 'the round fails: the cancel is not settled');
+      assert.equal(cancelsSoFar() - before, fault.times, 'Kassa asked Stripe to cancel');
+      const row = await paymentOf(checkout.transactionId);
+      assert.equal(row.status, 'processing', "not failed without the provider's word");
+      const intentId = row.provider_payment_id as string;
+      assert.equal(fake.ledger.intent(intentId).status, 'requires_payment_method');
+      assert.equal(await checkout.usesCount(), 1);
+      assert.equal((await checkout.start()).status, 410, "the waiting payment holds the link's use");
+      // The customer's sync-status makes the same last look and cancel: unanswered, it fails nothing either.
+      fake.fail({ method: 'POST', path: cancelPath, ...fault });
+      const sync = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
+        body: { token: checkout.token },
+      });
+      assert.notEqual(sync.body.payment_status, 'failed', sync.text);
+      assert.equal((await paymentOf(checkout.transactionId)).status, 'processing');
+
+      // The customer's browser still holds the client secret, and pays.
+      const late = await fake.confirmInBrowser(checkout.clientSecret, 'pm_card_visa');
+      assert.equal(late.status, 200);
+      assert.equal(fake.ledger.intent(intentId).status, 'succeeded');
+
+      // The next round reads Stripe (answering again): the success is applied, nothing to cancel.
+      await expireCheckouts(server.ctx);
+      const paid = await paymentOf(checkout.transactionId);
+      assert.equal(paid.status, 'paid');
+      assert.equal(paid.provider_conflict, null);
+      assert.equal(await settlementsOf(server.ctx, paid.id), 1);
+      assert.equal(await checkout.usesCount(), 1);
+      assert.equal((await checkout.start()).status, 410, 'max_uses 1: one use, paid');
+    });
+  }
+
+  test("a cancel Stripe made but whose answer was lost (a timeout) fails the payment once it is read; the link's use is given back", async () => {
+    const checkout = await oneUseLinkCheckout();
+    offsetMs += DAY + 1000;
+    fake.fail({ method: 'POST', path: cancelPath, mode: 'timeout_after_success', times: 2 });
+    await assert.rejects(expireCheckouts(server.ctx));
+    const row = await paymentOf(checkout.transactionId);
+    assert.equal(row.status, 'processing', 'no answer: not failed yet');
+    const intentId = row.provider_payment_id as string;
+    assert.equal(fake.ledger.intent(intentId).status, 'canceled');
+    assert.equal((await checkout.start()).status, 410);
+    const late = await fake.confirmInBrowser(checkout.clientSecret, 'pm_card_visa');
+    assert.equal(late.status, 400, 'Stripe refuses to confirm a canceled PaymentIntent');
+
+    // The next round reads the cancel at Stripe: the expiry's move, failed.
+    await expireCheckouts(server.ctx);
+    const failed = await paymentOf(checkout.transactionId);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.provider_conflict, null);
+    assert.equal(await settlementsOf(server.ctx, failed.id), 0);
+    assert.equal(await checkout.usesCount(), 0);
+    assert.equal((await checkout.start()).status, 201, 'the use is given back');
   });
 });
