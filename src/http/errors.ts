@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ProviderUnavailableError } from '../provider/types.ts';
 
 export class DomainError extends Error {
   readonly status: number;
@@ -67,6 +68,14 @@ export class RateLimitedError extends DomainError {
     super(429, detail, { 'retry-after': String(retryAfterS), ...headers });
   }
 }
+
+/**
+ * A request that needed the payment provider's answer and got none (provider/index.ts, guardProvider):
+ * 503, what to do, and when to ask again; never the provider's own words, never a 500.
+ */
+export const PROVIDER_UNAVAILABLE_DETAIL =
+  'The payment provider did not answer. Nothing was changed; try again in a moment.';
+export const PROVIDER_RETRY_AFTER_S = 5;
 
 interface AjvIssue {
   instancePath?: string;
@@ -192,6 +201,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return send(reply, error.status, error.message, error.headers, error.extra);
     if (error.validation)
       return send(reply, 400, describeValidation(error.validation, error.validationContext));
+    if ((error as unknown) instanceof ProviderUnavailableError) {
+      request.log.warn({ err: error }, 'payment provider did not answer');
+      return send(reply, 503, PROVIDER_UNAVAILABLE_DETAIL, { 'retry-after': String(PROVIDER_RETRY_AFTER_S) });
+    }
     switch (error.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':

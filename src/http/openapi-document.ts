@@ -35,6 +35,18 @@ const headerRefs = (names: string[]) =>
 /** Session routes with a limit of their own (refund verification codes, the events long-poll). */
 const LIMITED_SESSION_PATHS = [/^\/api\/refunds\//, /^\/api\/organization\/events\//];
 
+/**
+ * Operations that ask the payment provider while the caller waits (a read, a cancel, a customer or a
+ * setup opened for the page, a webhook's re-read): 503 with Retry-After when it does not answer.
+ */
+const PROVIDER_OPERATIONS: [string, RegExp][] = [
+  ['post', /^\/api\/checkout\/sync-status\/$/],
+  ['get', /^\/api\/checkout\/\{token\}\/$/],
+  ['post', /^\/api\/checkout\/\{token\}\/(pay|cancel)\/$/],
+  ['post', /^\/api\/provider\/webhooks\/(\{provider\}|stripe)\/$/],
+  ['post', /^\/api\/provider\/simulator\/challenges\/\{id\}\/$/],
+];
+
 /** Which errors an operation can answer, from how it authenticates and what it takes. */
 function errorResponses(path: string, method: string, operation: Operation): Record<string, unknown> {
   const security = operation.security ?? [];
@@ -54,6 +66,12 @@ function errorResponses(path: string, method: string, operation: Operation): Rec
       'Retry-After': { $ref: '#/components/headers/Retry-After' },
       ...headerRefs(Object.keys(RATE_LIMIT_HEADERS)),
     });
+  }
+  if (PROVIDER_OPERATIONS.some(([verb, pattern]) => verb === method && pattern.test(path))) {
+    responses[503] = json(
+      'The payment provider did not answer (a timeout, a 5xx, a rate limit): nothing was changed; retry after Retry-After seconds.',
+      { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
+    );
   }
   responses['4XX'] = json('Any other client error: {"detail": "..."}.');
   return responses;

@@ -8,7 +8,7 @@ import type { Database } from '../db/database.ts';
 import type { Environment } from '../modules/api-keys/table.ts';
 import { SimulatorProvider } from './simulator/simulator.ts';
 import { StripeProvider } from './stripe/stripe.ts';
-import type { PaymentProvider } from './types.ts';
+import { type PaymentProvider, ProviderUnavailableError } from './types.ts';
 
 export interface Providers {
   /** Who takes a new payment in this environment. */
@@ -20,14 +20,64 @@ export interface Providers {
   readonly simulator: SimulatorProvider;
 }
 
+/** The calls that go to the provider (every method but parseWebhook, which only checks a signature). */
+const CALLS = new Set<string>([
+  'openPayment',
+  'chargeCard',
+  'chargeSavedCard',
+  'getPayment',
+  'findPayment',
+  'cancelPayment',
+  'clientSecretOf',
+  'createCustomer',
+  'setupCard',
+  'getSetup',
+  'findSetup',
+  'createRefund',
+  'getRefund',
+  'findRefund',
+] satisfies (keyof PaymentProvider)[]);
+
+const guardedProviders = new WeakMap<PaymentProvider, PaymentProvider>();
+
+/**
+ * The provider as modules see it: a call that throws (no answer, a 5xx, a rate limit, a refused key)
+ * throws ProviderUnavailableError, whatever the connector's own error was, so a request answers 503
+ * rather than 500 or the provider's words (http/errors.ts). Callers that turn a failure into an
+ * `unknown` outcome (callProvider) or a worker's failed round see the same message as before.
+ */
+export function guardProvider(provider: PaymentProvider): PaymentProvider {
+  const known = guardedProviders.get(provider);
+  if (known) return known;
+  const guarded = new Proxy(provider, {
+    get(target, property) {
+      const value = Reflect.get(target, property);
+      if (typeof property !== 'string' || !CALLS.has(property) || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        try {
+          return await value.apply(target, args);
+        } catch (error) {
+          throw error instanceof ProviderUnavailableError
+            ? error
+            : new ProviderUnavailableError(target.name, error);
+        }
+      };
+    },
+  });
+  guardedProviders.set(provider, guarded);
+  return guarded;
+}
+
 export function providersOf(simulator: SimulatorProvider, production: PaymentProvider): Providers {
+  const sandbox = guardProvider(simulator);
+  const live = guardProvider(production);
   const byName = new Map<string, PaymentProvider>([
-    [simulator.name, simulator],
-    [production.name, production],
+    [sandbox.name, sandbox],
+    [live.name, live],
   ]);
   return {
     simulator,
-    forEnvironment: (environment) => (environment === 'sandbox' ? simulator : production),
+    forEnvironment: (environment) => (environment === 'sandbox' ? sandbox : live),
     named(name) {
       const provider = byName.get(name);
       if (!provider) throw new Error(`provider "${name}" is not configured in this service`);
@@ -39,13 +89,14 @@ export function providersOf(simulator: SimulatorProvider, production: PaymentPro
 
 /** The same providers with one of them replaced (tests wrap a provider to script its answers). */
 export function replaceProvider(providers: Providers, replacement: PaymentProvider): Providers {
+  const guarded = guardProvider(replacement);
   return {
     ...providers,
     forEnvironment: (environment) => {
       const provider = providers.forEnvironment(environment);
-      return provider.name === replacement.name ? replacement : provider;
+      return provider.name === replacement.name ? guarded : provider;
     },
-    named: (name) => (name === replacement.name ? replacement : providers.named(name)),
+    named: (name) => (name === replacement.name ? guarded : providers.named(name)),
   };
 }
 

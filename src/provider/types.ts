@@ -249,6 +249,22 @@ export interface ProviderNotice {
   eventType?: string | null;
 }
 
+/**
+ * A provider call that got no usable answer: a timeout, a dropped connection, a 5xx, a rate limit, a
+ * refused key. Every call through `Providers` (provider/index.ts) that throws, throws this, with the
+ * connector's error as its cause and its message kept (operation rows record it). Nothing of Kassa's
+ * changed because of the call; a request that meets it answers 503 with Retry-After (http/errors.ts),
+ * never the provider's own words, and the worker's next round or the next sync asks again.
+ */
+export class ProviderUnavailableError extends Error {
+  readonly provider: string;
+  constructor(provider: string, cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'ProviderUnavailableError';
+    this.provider = provider;
+  }
+}
+
 /** Raised by parseWebhook for a body that is not a genuine, fresh webhook of this provider. */
 export class WebhookRejectedError extends Error {}
 

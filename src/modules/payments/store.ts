@@ -389,13 +389,17 @@ export function paymentsToSync(db: Executor, afterId: number, limit: number) {
     .execute();
 }
 
-/** Payments still taking card attempts whose checkout has expired (and no attempt is in flight). */
-export function expiredProcessingPayments(db: Executor, now: string, limit: number) {
+/**
+ * Payments still taking card attempts whose checkout has expired (and no attempt is in flight), in id
+ * order after `afterId`: the expirer cycles through them as the sync loop does (paymentsToSync).
+ */
+export function expiredProcessingPayments(db: Executor, now: string, afterId: number, limit: number) {
   return (
     db
       .selectFrom('payments')
       .innerJoin('checkout_sessions', 'checkout_sessions.id', 'payments.checkout_session_id')
       .select('payments.id')
+      .where('payments.id', '>', afterId)
       .where('payments.status', '=', 'processing')
       // A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
       .where('payments.subscription_id', 'is', null)
@@ -406,6 +410,7 @@ export function expiredProcessingPayments(db: Executor, now: string, limit: numb
           eb('checkout_sessions.attempt_locked_until', '<', now),
         ]),
       )
+      .orderBy('payments.id')
       .limit(limit)
       .execute()
   );

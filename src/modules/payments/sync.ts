@@ -55,6 +55,8 @@ async function eachCounting<T>(items: T[], work: (item: T) => Promise<boolean>):
 
 /** Where each service instance's sync loop is in its cycle through the payments to sync. */
 const cursors = new WeakMap<AppContext, number>();
+/** Where each service instance's expirer is in its cycle through the expired checkouts' payments. */
+const expiryCursors = new WeakMap<AppContext, number>();
 
 /**
  * Worker step: the next batch of payments whose provider state may still move, cycling through all of
@@ -92,11 +94,16 @@ export async function stopAtProvider(ctx: AppContext, payment: SyncTarget): Prom
 
 /**
  * Worker step: a checkout that expired while its payment was still taking card attempts fails the payment
- * (after stopping it at the provider, so a late success is not lost). An attempt in flight waits.
+ * (after stopping it at the provider, so a late success is not lost). An attempt in flight waits. Each
+ * round takes the next batch, cycling through all of them as syncDuePayments does: payments left
+ * `processing` because their provider does not answer stay in the cycle without keeping the others
+ * (another provider's, the simulator's) out of it. `batch`: tests make it small.
  */
-export async function expireCheckouts(ctx: AppContext): Promise<number> {
+export async function expireCheckouts(ctx: AppContext, batch = BATCH): Promise<number> {
   const now = ctx.clock().toISOString();
-  const expired = await store.expiredProcessingPayments(ctx.db, now, BATCH);
+  const after = expiryCursors.get(ctx) ?? 0;
+  const expired = await store.expiredProcessingPayments(ctx.db, now, after, batch);
+  expiryCursors.set(ctx, expired.length < batch ? 0 : expired[expired.length - 1].id);
   return eachCounting(expired, async ({ id }) => {
     const payment = await ctx.db
       .selectFrom('payments')
