@@ -74,6 +74,12 @@ export const WARM_FOR_MS = 2000;
 const WARM_POLL_MS = 10;
 /** A lease outlives the attempt's timeout; a crashed worker's deliveries are retried after it ends. */
 export const LEASE_MARGIN_MS = 5000;
+/**
+ * How long a claim may read the outbox from the lowest event the last one took (claimFrom) before one
+ * reads it from the start again: an event committed after a later one was claimed (its transaction took
+ * its id first and committed last) waits at most this long.
+ */
+export const CLAIM_FROM_MS = 1000;
 
 export class DeliveryWorker {
   readonly workerId = newUuid();
@@ -100,6 +106,14 @@ export class DeliveryWorker {
   private lastRoundAt = Number.NEGATIVE_INFINITY;
   /** When the last round that started sends began (Date.now()). */
   private lastClaimAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Where the next claim of events reads the outbox from (worker-store.ts, claimableEventIds): the lowest
+   * event an earlier claim took, since the claim that read from the start at claimFromSince. Below it
+   * that claim found nothing to take but events another claim held, whose leases take them out of the
+   * outbox's index (or, if that claim failed, are found by the next read from the start).
+   */
+  private claimFrom = 0;
+  private claimFromSince = Number.NEGATIVE_INFINITY;
   /** When a round last read the due retries (the probe, or the due claim's own read). */
   private dueReadAt = Number.NEGATIVE_INFINITY;
   /** A commit that wrote outbox rows (this process's, or another's NOTIFY) was announced since the last round. */
@@ -205,9 +219,7 @@ export class DeliveryWorker {
       return 0;
     }
     const dispatched =
-      probe && !probe.events
-        ? { events: 0, claimed: [] }
-        : await dispatchEvents(this.ctx.db, lease, Math.min(room, CLAIM_BATCH), this.firstDeliveryId);
+      probe && !probe.events ? { events: 0, claimed: [], lowest: null } : await this.claimEvents(lease, room);
     // A full claim means more is probably waiting: the next tick skips the idle check.
     this.outboxBusy = dispatched.events === Math.min(room, CLAIM_BATCH);
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
@@ -243,6 +255,28 @@ export class DeliveryWorker {
     if (started > 0) this.lastClaimAt = this.lastRoundAt;
     this.drained = started > 0 && !this.outboxBusy && dueClaimed === 0;
     return started;
+  }
+
+  /**
+   * The claim of outbox events, read from claimFrom (worker-store.ts, claimableEventIds) unless the last
+   * read from the start is CLAIM_FROM_MS old. A claim read from claimFrom that finds nothing reads again
+   * from the start at once: the commit that woke it may be of an event below claimFrom (its transaction
+   * took its id before events this worker has claimed since, and committed after them).
+   */
+  private async claimEvents(lease: Lease, room: number) {
+    const limit = Math.min(room, CLAIM_BATCH);
+    let from = Date.now() - this.claimFromSince >= CLAIM_FROM_MS ? 0 : this.claimFrom;
+    let dispatched = await dispatchEvents(this.ctx.db, lease, limit, this.firstDeliveryId, from);
+    if (dispatched.events === 0 && from > 0) {
+      from = 0;
+      dispatched = await dispatchEvents(this.ctx.db, lease, limit, this.firstDeliveryId, from);
+    }
+    if (from === 0) {
+      this.claimFromSince = Date.now();
+      this.claimFrom = 0;
+    }
+    if (dispatched.lowest !== null) this.claimFrom = Math.max(this.claimFrom, dispatched.lowest);
+    return dispatched;
   }
 
   /**
