@@ -238,7 +238,7 @@ async function webhookThroughputScenario(
 async function webhookLatencyScenario(context: ScenarioContext, enqueue?: Enqueue): Promise<ScenarioResult> {
   await outboxQuiet(context.webhooks);
   const [result, spent] = await timed(context, () =>
-    webhookLatency(context.webhooks, WEBHOOK_RATE, context.seconds, enqueue),
+    webhookLatency(context.webhooks, WEBHOOK_RATE, context.seconds, enqueue, context.warmupSeconds),
   );
   return {
     ...spent,
