@@ -31,7 +31,7 @@ describe('an event committed after a later one was claimed (PostgreSQL)', {
     const event = (subject: string) => ({
       organizationId: merchant.organizationId,
       environment: 'production' as const,
-      type: 'transaction.status_changed',
+      type: 'transaction.status_changed' as const,
       subject,
       payload: { transaction_id: subject },
       now: new Date().toISOString(),
