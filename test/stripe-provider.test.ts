@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { callProvider } from '../src/provider/operations/perform.ts';
 import type { StripeProvider } from '../src/provider/stripe/stripe.ts';
 import { outcomeOfError } from '../src/provider/stripe/transport.ts';
+import { ProviderUnavailableError } from '../src/provider/types.ts';
 import { createCheckout } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { operationsOf, reconcile } from './helpers/provider-checks.ts';
@@ -94,7 +95,11 @@ describe(`the Stripe connector against the fake Stripe (${DB_KIND})`, () => {
     const again = await stripe.openPayment(input);
     assert.equal(again.payment.providerPaymentId, first.payment.providerPaymentId);
     assert.equal(intentsFor(reference).length, 1);
-    const other = await stripe.openPayment({ ...input, amountMinor: 999n }).catch((error: unknown) => error);
+    // Through ctx.providers a failed call is a ProviderUnavailableError (a 503 to a waiting request), with
+    // Stripe's own error as its cause.
+    const thrown = await stripe.openPayment({ ...input, amountMinor: 999n }).catch((error: unknown) => error);
+    assert.ok(thrown instanceof ProviderUnavailableError);
+    const other = thrown.cause;
     assert.ok(other instanceof Error);
     assert.equal((other as { type?: string }).type, 'StripeIdempotencyError');
     assert.equal(
