@@ -218,10 +218,11 @@ export class DeliveryWorker {
       this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
       return 0;
     }
+    const limit = Math.min(room, CLAIM_BATCH);
     const dispatched =
-      probe && !probe.events ? { events: 0, claimed: [], lowest: null } : await this.claimEvents(lease, room);
+      probe && !probe.events ? { events: 0, claimed: [] } : await this.claimEvents(lease, limit);
     // A full claim means more is probably waiting: the next tick skips the idle check.
-    this.outboxBusy = dispatched.events === Math.min(room, CLAIM_BATCH);
+    this.outboxBusy = dispatched.events === limit;
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
     started += dispatched.events;
     room -= dispatched.claimed.length;
@@ -263,8 +264,7 @@ export class DeliveryWorker {
    * from the start at once: the commit that woke it may be of an event below claimFrom (its transaction
    * took its id before events this worker has claimed since, and committed after them).
    */
-  private async claimEvents(lease: Lease, room: number) {
-    const limit = Math.min(room, CLAIM_BATCH);
+  private async claimEvents(lease: Lease, limit: number) {
     let from = Date.now() - this.claimFromSince >= CLAIM_FROM_MS ? 0 : this.claimFrom;
     let dispatched = await dispatchEvents(this.ctx.db, lease, limit, this.firstDeliveryId, from);
     if (dispatched.events === 0 && from > 0) {
