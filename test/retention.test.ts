@@ -1,14 +1,20 @@
 import assert from 'node:assert/strict';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../src/db/database.ts';
 import { newUuid, sha256Hex } from '../src/lib/ids.ts';
 import { pruneExpiredRecords } from '../src/modules/retention/prune.ts';
+import { insertDelivery, lockEventForDelivery } from '../src/modules/webhooks/store.ts';
 import {
   call,
   createTestMerchant,
+  DB_KIND,
   type Merchant,
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
+import { setEndpoint, waitUntil } from './webhooks-helpers.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -28,7 +34,7 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
       .values({
         organization_id: merchant.organizationId,
         environment: 'sandbox',
-        type: 'payment.paid',
+        type: 'transaction.status_changed',
         subject: 'TX0000000000000000',
         payload: '{}',
         created_at: createdAt,
@@ -51,7 +57,7 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
         delivery_id: newUuid(),
         organization_id: merchant.organizationId,
         event_id: eventId,
-        event_type: 'payment.paid',
+        event_type: 'transaction.status_changed',
         environment: 'sandbox',
         subject: 'TX0000000000000000',
         status,
@@ -143,6 +149,186 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
     assert.ok(await exists('events', recent));
     assert.ok(await exists('webhook_deliveries', recentDelivery));
     assert.equal(await drain(), 0, 'a second pass finds nothing');
+  });
+
+  const deliveriesOfEvent = async (eventId: number) =>
+    (
+      await server.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('event_id', '=', eventId)
+        .execute()
+    ).length;
+  const redeliveriesAudited = async () =>
+    (
+      await server.ctx.db
+        .selectFrom('audit_log')
+        .select('id')
+        .where('organization_id', '=', merchant.organizationId)
+        .where('action', '=', 'webhook.redelivered')
+        .execute()
+    ).length;
+  const deliveryUuid = async (id: number) =>
+    (
+      await server.ctx.db
+        .selectFrom('webhook_deliveries')
+        .select('delivery_id')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow()
+    ).delivery_id;
+  const redeliver = (id: string) =>
+    call<{ detail?: string }>(server, 'POST', `/api/organization/webhook/deliveries/${id}/redeliver/`, {
+      token: merchant.token,
+    });
+
+  /**
+   * A transaction of another connection (as another worker's or API process's would be): `first` runs in
+   * it, then it stays open, holding what `first` locked, until commit() runs `last` and commits.
+   */
+  async function hold(
+    first: (trx: Transaction<Database>) => Promise<unknown>,
+    last: (trx: Transaction<Database>) => Promise<unknown> = async () => {},
+  ) {
+    const opened = Promise.withResolvers<number>();
+    const released = Promise.withResolvers<void>();
+    const committed = server.ctx.db.transaction().execute(async (trx) => {
+      const backend = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+      await first(trx);
+      opened.resolve(backend.rows[0].pid);
+      await released.promise;
+      await last(trx);
+    });
+    committed.catch(opened.reject);
+    const pid = await opened.promise;
+    return {
+      /** Whether another backend is waiting for a lock this transaction holds. */
+      async blocks() {
+        const row = await sql<{ waiting: boolean }>`select exists (
+            select 1 from pg_stat_activity where ${pid}::int = any(pg_blocking_pids(pid))
+          ) as waiting`.execute(server.ctx.db);
+        return row.rows[0].waiting;
+      },
+      async commit() {
+        released.resolve();
+        await committed;
+      },
+    };
+  }
+
+  /**
+   * Deletes an event and leaves its deliveries: what a redelivery's transaction finds when retention
+   * deleted the original delivery and then its event after the redelivery had read the delivery (the
+   * delivery is kept here so that the redelivery still finds it). SQLite's foreign key would refuse it:
+   * there it goes through a connection of its own without the key, as an operator's shell could.
+   */
+  async function deleteEventUnderItsDeliveries(eventId: number) {
+    const database = server.ctx.config.database;
+    if (database.kind === 'postgres') {
+      await server.ctx.db.deleteFrom('events').where('id', '=', eventId).execute();
+      return;
+    }
+    const other = new DatabaseSync(database.file, { enableForeignKeyConstraints: false });
+    try {
+      other.prepare('delete from events where id = ?').run(eventId);
+    } finally {
+      other.close();
+    }
+  }
+
+  test('a redelivery of a delivery whose event retention has deleted meanwhile answers 404 and writes nothing', async () => {
+    await setEndpoint(server, merchant, 'https://merchant.example/hooks');
+    const old = ago(40 * DAY);
+    const gone = await event(old, true);
+    const original = await delivery(gone, old, 'failed');
+    const id = await deliveryUuid(original);
+    await deleteEventUnderItsDeliveries(gone);
+    const audited = await redeliveriesAudited();
+
+    const answer = await redeliver(id);
+    assert.equal(answer.status, 404, answer.text);
+    assert.equal(answer.body.detail, 'Delivery not found.');
+    assert.equal(await deliveriesOfEvent(gone), 1, 'no delivery of the deleted event was written');
+    assert.equal(await redeliveriesAudited(), audited, 'nor audited');
+  });
+
+  test('the delivery → event foreign key: dropped on PostgreSQL (migration 025), kept on SQLite', async () => {
+    if (DB_KIND === 'postgres') {
+      const keys = await sql<{ conname: string }>`select conname from pg_constraint
+          where conrelid = 'webhook_deliveries'::regclass and contype = 'f'`.execute(server.ctx.db);
+      assert.deepEqual(keys.rows, [], 'no foreign key left on webhook_deliveries');
+      return;
+    }
+    await assert.rejects(delivery(2 ** 40, ago(DAY), 'delivered'), /FOREIGN KEY constraint failed/);
+  });
+
+  test('PostgreSQL: a redelivery waiting for retention to delete its event answers 404 once it has', {
+    skip: DB_KIND !== 'postgres' && 'locks of PostgreSQL',
+  }, async () => {
+    await setEndpoint(server, merchant, 'https://merchant.example/hooks');
+    const old = ago(40 * DAY);
+    const gone = await event(old, true);
+    const original = await delivery(gone, old, 'failed');
+    const id = await deliveryUuid(original);
+    const audited = await redeliveriesAudited();
+    // Retention's transaction, between its delete of the event and its commit.
+    const retention = await hold(async (trx) => {
+      await trx.deleteFrom('webhook_attempts').where('delivery_id', '=', original).execute();
+      await trx.deleteFrom('webhook_deliveries').where('id', '=', original).execute();
+      await trx.deleteFrom('events').where('id', '=', gone).execute();
+    });
+    let answered = false;
+    const answer = redeliver(id).finally(() => {
+      answered = true;
+    });
+    try {
+      // The redelivery has read the original delivery (retention has not committed) and waits on the event.
+      await waitUntil(async () => answered || (await retention.blocks()), 10_000, 'the redelivery to wait');
+    } finally {
+      await retention.commit();
+    }
+    const response = await answer;
+    assert.equal(response.status, 404, response.text);
+    assert.equal(response.body.detail, 'Delivery not found.');
+    assert.equal(await deliveriesOfEvent(gone), 0, 'no delivery of the deleted event was written');
+    assert.equal(await redeliveriesAudited(), audited);
+  });
+
+  test("PostgreSQL: retention skips an event a redelivery holds, and keeps it once the redelivery's delivery is committed", {
+    skip: DB_KIND !== 'postgres' && 'locks of PostgreSQL',
+  }, async () => {
+    const old = ago(40 * DAY);
+    const held = await event(old, true);
+    const free = await event(old, true);
+    // A redelivery's transaction: the event locked as it locks it, then its delivery inserted and committed.
+    const redelivery = await hold(
+      async (trx) => assert.ok(await lockEventForDelivery(trx, merchant.organizationId, held)),
+      (trx) =>
+        insertDelivery(trx, {
+          deliveryId: newUuid(),
+          organizationId: merchant.organizationId,
+          eventId: held,
+          eventType: 'transaction.status_changed',
+          environment: 'sandbox',
+          subject: 'TX0000000000000000',
+          redeliveryOf: null,
+          now: new Date().toISOString(),
+        }),
+    );
+    let pass: number | 'waited';
+    try {
+      pass = await Promise.race([
+        drain(),
+        new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5_000).unref()),
+      ]);
+    } finally {
+      await redelivery.commit();
+    }
+    assert.notEqual(pass, 'waited', 'retention did not wait for the redelivery');
+    assert.ok(await exists('events', held), 'the held event is skipped');
+    assert.equal(await exists('events', free), false, 'the rest of the batch is deleted');
+    await drain();
+    assert.ok(await exists('events', held), 'an event a committed redelivery refers to stays');
+    assert.equal(await deliveriesOfEvent(held), 1);
   });
 
   test('expired and revoked sessions and expired verification codes go a day later; live ones stay', async () => {

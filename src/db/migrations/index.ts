@@ -25,6 +25,7 @@ import { loginFailures } from './021-login-failures.ts';
 import { webhookPreviousSecret } from './022-webhook-previous-secret.ts';
 import { renewalProviderErrors } from './023-renewal-provider-errors.ts';
 import { webhookLogReferences } from './024-webhook-log-references.ts';
+import { webhookEventReference } from './025-webhook-event-reference.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -52,5 +53,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '022_webhook_previous_secret': webhookPreviousSecret(),
     '023_renewal_provider_errors': renewalProviderErrors(),
     '024_webhook_log_references': webhookLogReferences(kind),
+    '025_webhook_event_reference': webhookEventReference(kind),
   };
 }

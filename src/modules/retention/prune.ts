@@ -53,22 +53,31 @@ function noDeliveryRefersToEvent(eb: ExpressionBuilder<Database, 'events'>) {
   );
 }
 
+// No foreign key stops this deleting an event a redelivery has just referred to (migration 025): on
+// PostgreSQL the batch is locked first, skipping the events a redelivery holds (`FOR KEY SHARE`), and the
+// delete checks again that no delivery refers to them. Its statement's snapshot, taken after the locks,
+// sees every redelivery committed before them; one that comes after waits for this transaction, then
+// finds its event gone and answers 404. On SQLite the transaction holds the only write lock.
 async function pruneEvents(db: Executor, cutoff: string): Promise<number> {
-  // One statement: the batch is chosen and deleted together, so a redelivery made meanwhile keeps its event.
-  const result = await db
-    .deleteFrom('events')
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('events')
-        .select('id')
-        .where('created_at', '<', cutoff)
-        .where('dispatched_at', 'is not', null)
-        .where(noDeliveryRefersToEvent)
-        .orderBy('created_at')
-        .limit(BATCH),
-    )
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+  return db.transaction().execute(async (trx) => {
+    const batch = trx
+      .selectFrom('events')
+      .select('id')
+      .where('created_at', '<', cutoff)
+      .where('dispatched_at', 'is not', null)
+      .where(noDeliveryRefersToEvent)
+      .orderBy('created_at')
+      .limit(BATCH);
+    const rows = await (isPostgres(trx) ? batch.forUpdate().skipLocked() : batch).execute();
+    if (rows.length === 0) return 0;
+    const ids = rows.map((row) => row.id);
+    const result = await trx
+      .deleteFrom('events')
+      .where('id', 'in', ids)
+      .where(noDeliveryRefersToEvent)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  });
 }
 
 async function pruneCredentials(db: Executor, dayAgo: string): Promise<number> {

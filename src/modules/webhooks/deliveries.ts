@@ -106,6 +106,11 @@ export async function redeliver(ctx: AppContext, organizationId: number, id: str
     if (!(await store.findEndpoint(trx, organizationId))) {
       throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
     }
+    // Retention may have deleted the original delivery and then its event since findOwned read it: the
+    // same answer as for a delivery that does not exist, rather than a delivery of no event.
+    if (!(await store.lockEventForDelivery(trx, organizationId, original.event_id))) {
+      throw new NotFoundError('Delivery not found.');
+    }
     const delivery = await store.insertDelivery(trx, {
       deliveryId: newUuid(),
       organizationId,

@@ -103,6 +103,20 @@ export function insertDelivery(db: Executor, delivery: NewDelivery) {
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * The event a redelivery refers to, locked `FOR KEY SHARE` until the transaction ends on PostgreSQL:
+ * retention skips an event so held, and a redelivery made after retention locked it waits and then finds
+ * it gone (migration 025). SQLite's transactions take the write lock first, so a plain read is enough there.
+ */
+export function lockEventForDelivery(db: Executor, organizationId: number, eventId: number) {
+  const query = db
+    .selectFrom('events')
+    .select('id')
+    .where('id', '=', eventId)
+    .where('organization_id', '=', organizationId);
+  return (isPostgres(db) ? query.forKeyShare() : query).executeTakeFirst();
+}
+
 export function markEventDispatched(db: Executor, eventId: number, now: string) {
   return db.updateTable('events').set({ dispatched_at: now }).where('id', '=', eventId).execute();
 }
