@@ -8,7 +8,7 @@ import type { Database } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { jsonIds, jsonParameter, jsonRows, jsonTable } from '../../db/json-rows.ts';
 import { prepareQuery } from '../../db/prepared.ts';
-import type { FirstDelivery } from './worker-store.ts';
+import { committedLazily, type FirstDelivery } from './worker-store.ts';
 
 /** What happened to one attempt, and what the delivery becomes. */
 export interface AttemptRecord {
@@ -231,6 +231,7 @@ const flushStatement = (retries: boolean) =>
             'outcome.error',
             'outcome.response_body',
           ])
+          .where(committedLazily(db))
           .orderBy('outcome.position'),
       );
   });

@@ -38,6 +38,25 @@ export interface Lease {
   until: string;
 }
 
+/**
+ * A condition, always true, that makes the statement's own transaction commit without waiting for its
+ * write-ahead log to reach the disk (`synchronous_commit` off for that transaction only, set by the
+ * statement itself: the worker's claims and flushes are single statements, no BEGIN to put a SET LOCAL
+ * in). For the worker's bookkeeping only, never for the API's: a crash of PostgreSQL itself may lose the
+ * last such commits, a fraction of a second of them (never a part of one, and never one that a later
+ * synchronous commit, an API's, has followed), and each loss only sends a webhook again. A lost lease
+ * makes the event claimable again, a lost outcome leaves the lease to lapse, and the delivery is sent
+ * again under the same webhook id, which receivers deduplicate by: the at-least-once the worker promises
+ * anyway (a worker that dies mid-send does the same). Measured with pgbench on this machine: an
+ * autocommitted insert's round trip 0.13-0.19 ms with the wait, 0.07 ms without. An uncorrelated
+ * subquery, so PostgreSQL runs it once per statement (an InitPlan), not once per row.
+ */
+export function committedLazily(db: Executor) {
+  return isPostgres(db)
+    ? sql<boolean>`(select set_config('synchronous_commit', 'off', true)) is not null`
+    : sql<boolean>`true`;
+}
+
 /** A pending delivery no worker holds at `now`: never leased, or its lease lapsed. */
 const leaseLapsed = (now: string) => sql<boolean>`(locked_until is null or locked_until <= ${now})`;
 
@@ -204,6 +223,7 @@ const leaseEvents = prepareQuery(
       .updateTable('events')
       .set({ locked_by: workerId, locked_until: until })
       .where('id', 'in', claimableEventIds(db, now, limit, true, { first, second }, from))
+      .where(committedLazily(db))
       .returning((eb) => [
         'id',
         'organization_id',
