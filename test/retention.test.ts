@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../src/db/database.ts';
@@ -14,7 +13,7 @@ import {
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
-import { setEndpoint, waitUntil } from './webhooks-helpers.ts';
+import { deleteEventUnderItsDeliveries, setEndpoint, waitUntil } from './webhooks-helpers.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -215,33 +214,15 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
     };
   }
 
-  /**
-   * Deletes an event and leaves its deliveries: what a redelivery's transaction finds when retention
-   * deleted the original delivery and then its event after the redelivery had read the delivery (the
-   * delivery is kept here so that the redelivery still finds it). SQLite's foreign key would refuse it:
-   * there it goes through a connection of its own without the key, as an operator's shell could.
-   */
-  async function deleteEventUnderItsDeliveries(eventId: number) {
-    const database = server.ctx.config.database;
-    if (database.kind === 'postgres') {
-      await server.ctx.db.deleteFrom('events').where('id', '=', eventId).execute();
-      return;
-    }
-    const other = new DatabaseSync(database.file, { enableForeignKeyConstraints: false });
-    try {
-      other.prepare('delete from events where id = ?').run(eventId);
-    } finally {
-      other.close();
-    }
-  }
-
   test('a redelivery of a delivery whose event retention has deleted meanwhile answers 404 and writes nothing', async () => {
     await setEndpoint(server, merchant, 'https://merchant.example/hooks');
     const old = ago(40 * DAY);
     const gone = await event(old, true);
     const original = await delivery(gone, old, 'failed');
     const id = await deliveryUuid(original);
-    await deleteEventUnderItsDeliveries(gone);
+    // What a redelivery's transaction finds when retention deleted the original delivery and then its
+    // event after the redelivery had read the delivery (the delivery is kept so that it still finds it).
+    await deleteEventUnderItsDeliveries(server, gone);
     const audited = await redeliveriesAudited();
 
     const answer = await redeliver(id);

@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 // bytes, and answers as each test scripts it.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DatabaseSync } from 'node:sqlite';
 import { call, type Merchant, type TestServer } from './helpers/server.ts';
 
 export interface ReceivedRequest {
@@ -123,6 +124,25 @@ export async function setEndpoint(
   });
   if (response.status !== 200) throw new Error(`PUT webhook failed: ${response.status} ${response.text}`);
   return response.body.raw_secret ?? null;
+}
+
+/**
+ * Deletes an event and leaves its deliveries, a state PostgreSQL allows since migration 025 dropped the
+ * key. SQLite's foreign key would refuse it: there it goes through a connection of its own without the
+ * key, as an operator's shell could.
+ */
+export async function deleteEventUnderItsDeliveries(server: TestServer, eventId: number) {
+  const database = server.ctx.config.database;
+  if (database.kind === 'postgres') {
+    await server.ctx.db.deleteFrom('events').where('id', '=', eventId).execute();
+    return;
+  }
+  const other = new DatabaseSync(database.file, { enableForeignKeyConstraints: false });
+  try {
+    other.prepare('delete from events where id = ?').run(eventId);
+  } finally {
+    other.close();
+  }
 }
 
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000, what = 'condition') {

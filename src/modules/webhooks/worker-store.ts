@@ -352,6 +352,19 @@ export async function claimDueDeliveries(
       leased.map((row) => row.id),
     )
     .execute();
+  // The join returns every row it leased unless a delivery's event is gone: possible on PostgreSQL since
+  // migration 025 dropped the key (an old process during an upgrade, an operator's hand edit), and on
+  // SQLite only through a connection with the key off. Such a delivery can never be sent; left as it
+  // is, its lease would lapse and it would be claimed again at every due claim, for ever, `pending` in
+  // the merchant's log. The common path pays nothing: the counts only differ when one is missing.
+  if (rows.length < leased.length) {
+    const returned = new Set(rows.map((row) => row.id));
+    await failEventless(
+      db,
+      lease,
+      leased.flatMap((row) => (returned.has(row.id) ? [] : [row.id])),
+    );
+  }
   const claimed = rows.map(
     (row): ClaimedDelivery => ({
       id: row.id,
@@ -369,4 +382,38 @@ export async function claimDueDeliveries(
     }),
   );
   return { claimed, nextDueAt: null };
+}
+
+/** Why a delivery whose event no longer exists was failed without a send (claimDueDeliveries). */
+const EVENT_GONE_ERROR = 'The event of this delivery no longer exists.';
+
+/**
+ * Finishes for good the deliveries of `ids` whose event is gone: `failed`, the lease cleared, the
+ * reason in `last_error`, which the merchant's log shows. No attempt row is written: nothing was sent,
+ * so there is no URL, answer or duration to record, and `attempt_count` stays the number of requests
+ * actually made. Only rows this worker still leases are touched, and only while their event is indeed
+ * missing, so that a row the join left out for any other reason keeps its lease and is claimed again
+ * when it lapses, as before.
+ */
+async function failEventless(db: Executor, lease: Lease, ids: number[]) {
+  await db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: sql.lit('failed'),
+      locked_by: null,
+      locked_until: null,
+      last_error: EVENT_GONE_ERROR,
+      updated_at: lease.now,
+    })
+    .where('id', 'in', ids)
+    .where('locked_by', '=', lease.workerId)
+    .where('status', '=', sql.lit('pending'))
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('events').select('events.id').whereRef('events.id', '=', 'webhook_deliveries.event_id'),
+        ),
+      ),
+    )
+    .execute();
 }
