@@ -5,7 +5,7 @@
 // pg_stat_statements (`shared_preload_libraries = 'pg_stat_statements'`; the figure to trust, since
 // the round trip also holds the client's work).
 //
-//   npm run bench:worker   (KASSA_BENCH_PG_URL, default postgres://root@127.0.0.1:5432/test;
+//   npm run bench:worker   (KASSA_BENCH_DATABASE_URL, default postgres://root@127.0.0.1:5432/test;
 //                           EVENTS, default 15000; FLUSH, default 131)
 // It works in a schema of its own, dropped at the end.
 import { randomUUID } from 'node:crypto';
@@ -16,8 +16,9 @@ import type { Database } from '../src/db/database.ts';
 import { emitEvent } from '../src/modules/events/emit.ts';
 import { type AttemptRecord, recordAttempts } from '../src/modules/webhooks/outcomes.ts';
 import { dispatchEvents } from '../src/modules/webhooks/worker-store.ts';
+import { DEFAULT_PG_URL } from './service.ts';
 
-const url = process.env.KASSA_BENCH_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const url = process.env.KASSA_BENCH_DATABASE_URL || DEFAULT_PG_URL;
 const events = Number(process.env.EVENTS ?? 15_000);
 const flushSize = Number(process.env.FLUSH ?? 131);
 const schema = `kassa_worker_statements_${process.pid}`;
