@@ -2,7 +2,7 @@
 // moved to components.schemas and $ref'd, the error statuses each operation can answer (with the
 // {detail} body and, for 429, the rate-limit headers), the Idempotency-Key header, and the webhooks.
 import { WEBHOOK_EVENTS, WEBHOOK_HEADERS } from '../modules/webhooks/event-schemas.ts';
-import { DOCUMENTED, type DocumentedFields, ErrorBody, SCHEMA_NAME } from './schemas.ts';
+import { ASKS_PROVIDER, DOCUMENTED, type DocumentedFields, ErrorBody, SCHEMA_NAME } from './schemas.ts';
 
 type Json = Record<string, unknown>;
 interface Operation extends Json {
@@ -35,20 +35,13 @@ const headerRefs = (names: string[]) =>
 /** Session routes with a limit of their own (refund verification codes, the events long-poll). */
 const LIMITED_SESSION_PATHS = [/^\/api\/refunds\//, /^\/api\/organization\/events\//];
 
-/**
- * Operations that ask the payment provider while the caller waits (a read, a cancel, a customer or a
- * setup opened for the page, a webhook's re-read): 503 with Retry-After when it does not answer.
- */
-const PROVIDER_OPERATIONS: [string, RegExp][] = [
-  ['post', /^\/api\/checkout\/sync-status\/$/],
-  ['get', /^\/api\/checkout\/\{token\}\/$/],
-  ['post', /^\/api\/checkout\/\{token\}\/(pay|cancel)\/$/],
-  ['post', /^\/api\/provider\/webhooks\/(\{provider\}|stripe)\/$/],
-  ['post', /^\/api\/provider\/simulator\/challenges\/\{id\}\/$/],
-];
-
 /** Which errors an operation can answer, from how it authenticates and what it takes. */
-function errorResponses(path: string, method: string, operation: Operation): Record<string, unknown> {
+function errorResponses(
+  path: string,
+  method: string,
+  operation: Operation,
+  asksProvider: boolean,
+): Record<string, unknown> {
   const security = operation.security ?? [];
   const apiKey = security.some((requirement) => 'ApiKey' in requirement);
   const isPublic = security.length === 0;
@@ -67,7 +60,9 @@ function errorResponses(path: string, method: string, operation: Operation): Rec
       ...headerRefs(Object.keys(RATE_LIMIT_HEADERS)),
     });
   }
-  if (PROVIDER_OPERATIONS.some(([verb, pattern]) => verb === method && pattern.test(path))) {
+  // A route that asks the payment provider while the caller waits says so in its own schema (ASKS_PROVIDER
+  // in http/schemas.ts), so this 503 is documented wherever the handler can meet a provider without answer.
+  if (asksProvider) {
     responses[503] = json(
       'The payment provider did not answer (a timeout, a 5xx, a rate limit): nothing was changed; retry after Retry-After seconds.',
       { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
@@ -159,9 +154,11 @@ export function completeDocument(built: { openapiObject: unknown } | { swaggerOb
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
       applyDocumented(operation);
+      const asksProvider = operation[ASKS_PROVIDER] === true;
+      delete operation[ASKS_PROVIDER];
       const documented = operation.responses ?? {};
       delete documented['4XX'];
-      operation.responses = { ...documented, ...errorResponses(path, method, operation) };
+      operation.responses = { ...documented, ...errorResponses(path, method, operation, asksProvider) };
       if (method === 'post' && operation.security?.some((requirement) => 'ApiKey' in requirement)) {
         operation.parameters = [
           ...(operation.parameters ?? []),

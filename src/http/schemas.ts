@@ -21,6 +21,18 @@ export interface DocumentedFields {
 }
 export const documented = (fields: DocumentedFields): Record<string, unknown> => ({ [DOCUMENTED]: fields });
 
+/**
+ * Route-schema keyword of a route whose handler asks the payment provider while the caller waits, outside
+ * callProvider (which turns a call without an answer into the `unknown` outcome): a provider that does
+ * not answer makes the route answer 503 with Retry-After (http/errors.ts). openapi-document.ts documents
+ * that 503 from this mark, so the route declares it where it is written; a list of paths kept beside the
+ * document went stale without anything failing. test/openapi-provider-503.test.ts provokes the 503 on
+ * every marked route and checks that the marked routes are exactly those, and call() in every e2e test
+ * refuses a provider 503 that its route does not document (test/helpers/conformance.ts).
+ */
+export const ASKS_PROVIDER = 'x-asks-provider';
+export const asksProvider: Record<string, unknown> = { [ASKS_PROVIDER]: true };
+
 /** Documented list parameters (see `documented`): page numbers and an ordering over `fields`. */
 export const PageParams = {
   page: Type.Integer({ minimum: 1, description: 'From 1.' }),

@@ -6,6 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { apiKeyOf } from '../../http/auth.ts';
 import { DomainError, ValidationError } from '../../http/errors.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
+import { asksProvider } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { CachedKeyNotConfirmed, lookUpCachedKey } from '../api-keys/service.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
@@ -102,6 +103,7 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         { scopes: syncScopes, keyOptional: true },
       ),
       schema: {
+        ...asksProvider,
         operationId: 'syncCheckoutStatus',
         summary: "Ask the provider for a checkout's outcome",
         body: SyncStatusBody,
@@ -134,7 +136,8 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     '/checkout/:token/',
-    { schema: { params: TokenParam, response: { 200: HostedCheckout } } },
+    // Stripe's client secret, a signup's customer and setup, a trial's waiting setup: read for the page.
+    { schema: { ...asksProvider, params: TokenParam, response: { 200: HostedCheckout } } },
     async (request) => getHostedCheckout(ctx, request.params.token),
   );
 
@@ -142,7 +145,9 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
     '/checkout/:token/pay/',
     {
       bodyLimit: PUBLIC_BODY_LIMIT,
-      schema: { params: TokenParam, body: PayBody, response: { 200: PayResult } },
+      // A signup's customer is made before its card is charged or saved (the charge itself is a
+      // write-ahead call: no answer is its `unknown` outcome, not a 503).
+      schema: { ...asksProvider, params: TokenParam, body: PayBody, response: { 200: PayResult } },
     },
     async (request, reply) => {
       assertAddressMayPay(ctx, request, reply);
@@ -154,7 +159,11 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/checkout/:token/cancel/',
-    { bodyLimit: PUBLIC_BODY_LIMIT, schema: { params: TokenParam, response: { 200: SyncStatusResult } } },
+    {
+      bodyLimit: PUBLIC_BODY_LIMIT,
+      // The payment is read and stopped at the provider before the checkout is canceled.
+      schema: { ...asksProvider, params: TokenParam, response: { 200: SyncStatusResult } },
+    },
     async (request) => cancelCheckout(ctx, request.params.token),
   );
 }

@@ -5,7 +5,7 @@
 import { Type } from 'typebox';
 import { sessionAuth } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { Shape } from '../../http/schemas.ts';
+import { asksProvider, Shape } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
@@ -52,7 +52,9 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     '/provider/webhooks/stripe/',
     {
+      // Each event's object is re-read from Stripe; a 503 has Stripe deliver the event again.
       schema: {
+        ...asksProvider,
         response: { 200: StripeWebhookReceived },
         description:
           'Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once.',
@@ -78,7 +80,9 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
     {
       onRequest: async (request, reply) =>
         limitPublicCaller(ctx, request, reply, (request.params as { id?: string }).id?.slice(0, 64) ?? ''),
+      // The answered payment (or trial setup) is read back from the provider at once.
       schema: {
+        ...asksProvider,
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
         body: ChallengeAnswerBody,
         response: { 200: ChallengeAnswered },

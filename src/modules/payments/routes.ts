@@ -5,6 +5,7 @@
 import { Type } from 'typebox';
 import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
+import { asksProvider } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { listPaymentsForKey } from './api-list.ts';
 import { listPayments } from './list.ts';
@@ -83,7 +84,9 @@ export async function providerWebhookRoutes(app: App, { ctx }: RouteOptions) {
       bodyLimit: PUBLIC_BODY_LIMIT,
       onRequest: async (request, reply) => limitProviderWebhook(ctx, request, reply),
       preHandler: async (request) => verifyProviderWebhook(ctx, request.params.provider, request),
+      // What the webhook names is re-read from the provider; a 503 has the provider deliver it again.
       schema: {
+        ...asksProvider,
         params: Type.Object({ provider: Type.String() }),
         response: { 200: ProviderWebhookReceived },
       },
