@@ -1,12 +1,11 @@
 // The expiry's stop at the provider as a provider operation (payment_cancel, kassa-cancel-{payment TX…}).
 // The expirer asks the provider for one last look at an expired checkout's payment and to cancel it
 // (sync.ts, stopAtProvider). A stop the provider does not answer proves nothing: the customer's browser
-// may still pay, so the payment may not be failed. Were the expirer to ask again at every round, a provider
-// that stays silent would leave the payment `processing` for ever, seen by no one; recorded here as an
-// operation whose outcome is unknown,
-// it is retried by the reconciler on KASSA_RECONCILE_SCHEDULE_MS and flagged for review after the last
-// read, like every provider call whose answer Kassa lacks (reconcile.ts, payment_cancel), and the
-// expirer leaves its payment alone while it is open.
+// may still pay, so the payment may not be failed. Were the expirer to ask again at every round, a
+// provider that stays silent would leave the payment `processing` for ever, seen by no one. Recorded here
+// as an operation whose outcome is unknown, it is retried by the reconciler on KASSA_RECONCILE_SCHEDULE_MS
+// and flagged for review after the last read, like every provider call whose answer Kassa lacks
+// (reconcile.ts, payment_cancel), and the expirer leaves its payment alone while it is open.
 import type { ExpressionBuilder } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { Database } from '../../db/database.ts';
