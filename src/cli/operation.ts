@@ -19,7 +19,8 @@ const operationListCommand: Command = {
   usage: '[--org <slug>] [--kind <kind>] [--limit <n>]',
   help: `Options:
   --org      only this organization's calls (its slug)
-  --kind     only calls of this kind (payment_attempt, payment_open, refund, signup_setup, renewal_charge)
+  --kind     only calls of this kind (payment_attempt, payment_open, payment_cancel, refund, signup_setup,
+             renewal_charge)
   --limit    at most this many (default 100, at most 1000)
 
 Prints a JSON array of {operation, kind, organization, environment, provider, reference, why, reason,
@@ -49,7 +50,8 @@ const operationResolveCommand: Command = {
   usage: '<operation>',
   help: `<operation> is the call's idempotency key (kassa operation list, or the payment's provider review
 in the dashboard): kassa-pay-TX…-n (a card attempt), kassa-pay-TX… (the provider payment of Stripe's
-form), kassa-refund-RF… (a refund), kassa-setup-… (a trial signup's or update-card page's card).
+form), kassa-cancel-TX… (an expired checkout's cancel of its payment), kassa-refund-RF… (a refund),
+kassa-setup-… (a trial signup's or update-card page's card).
 
 Kassa reads the provider once more and records what it shows, as the reconciler would have:
   decided       recorded as any answer: a charge paid and settled once, a decline recorded, a refund

@@ -5,6 +5,8 @@
 // (provider/operations/), so every write below carries an idempotency key derived from Kassa's own row:
 //   kassa-pay-{payment id}          the provider payment of a Kassa payment (Stripe: the PaymentIntent)
 //   kassa-pay-{payment id}-{n}      the n-th card attempt on it, made by Kassa (the simulator's form)
+//   kassa-cancel-{payment id}       an expiry's cancel the provider did not answer (no key is sent: a
+//                                   cancel charges nothing, and the reconciler makes it again)
 //   kassa-refund-{refund id}        a refund
 //   kassa-customer-{reference}      a customer; kassa-setup-{reference}: saving a card on it
 //   kassa-renew-{cycle id}-{n}      the n-th off-session charge of a subscription cycle

@@ -1,7 +1,9 @@
 // How the reconciler reads back a payment's lost provider answers (provider/operations/reconciler.ts):
 // payment_attempt (a card attempt Kassa made, kassa-pay-{id}-{n}) and payment_open (the provider payment
 // opened for the hosted page, kassa-pay-{id}). The provider payment is found by our reference; what it
-// shows is applied through applyProviderState, as any sync would; the attempt is matched by its key.
+// shows is applied through applyProviderState, as any sync would; the attempt is matched by its key. And
+// payment_cancel (kassa-cancel-{id}, cancel.ts): the expiry's stop at the provider that got no answer,
+// which the reconciler makes again on its schedule, since a cancel charges nothing.
 // A call flagged for review is read once more, and recorded the same way, by kassa operation resolve
 // (`resolve`, provider/operations/resolve.ts).
 import type { AppContext } from '../../context.ts';
@@ -17,6 +19,8 @@ import type { OperationRow } from '../../provider/operations/table.ts';
 import { type KnownOutcome, outcomeOfAttempt, type ProviderPaymentState } from '../../provider/types.ts';
 import * as checkouts from '../checkout/store.ts';
 import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
+import { CANCEL_KIND } from './cancel.ts';
+import { expirePayment } from './sync.ts';
 import { wasPaid } from './table.ts';
 import { applyProviderState } from './transitions.ts';
 
@@ -116,6 +120,65 @@ const paymentOpen: OperationHandler = {
   },
 };
 
+/** The provider payment of the operation's payment: by its id once known, else by our reference. */
+async function currentPayment(ctx: AppContext, operation: OperationRow) {
+  const payment = await ctx.db
+    .selectFrom('payments')
+    .select('provider_payment_id')
+    .where('id', '=', operation.subject_id)
+    .executeTakeFirstOrThrow();
+  return payment.provider_payment_id === null
+    ? findPayment(ctx, operation)
+    : ctx.providers.named(operation.provider).getPayment(payment.provider_payment_id);
+}
+
+/** A stop that found the payment charged: it could not be canceled, and the payment is paid. */
+const PAID_BEFORE_CANCEL: KnownOutcome = {
+  status: 'failed',
+  code: 'payment_succeeded',
+  message: 'The provider payment was paid before it could be canceled: the payment is paid.',
+  retryable: false,
+};
+
+/**
+ * What the provider payment shows of a stop: canceled (the stop took effect), charged (it came too
+ * late), or neither yet (still open to the customer's browser, or processing: not final).
+ */
+function cancelOutcome(state: ProviderPaymentState): KnownOutcome {
+  if (state.outcome === 'CANCELED') return { status: 'succeeded' };
+  if (state.outcome === 'PAYMENT_SUCCESS') return PAID_BEFORE_CANCEL;
+  return { status: 'pending' };
+}
+
+const paymentCancel: OperationHandler = {
+  async read(ctx, operation): Promise<OperationRead> {
+    const payment = () =>
+      ctx.db
+        .selectFrom('payments')
+        .select(['status', 'provider_payment_id'])
+        .where('id', '=', operation.subject_id)
+        .executeTakeFirstOrThrow();
+    // The expirer's own move, made again: the last look, the cancel, then the payment failed. A provider
+    // still silent throws (a failed read, flagged after the last). Skipped once something else decided
+    // the payment (a webhook, the sync loop, the customer's sync-status): nothing is left to stop.
+    if ((await payment()).status === 'processing') await expirePayment(ctx, operation.subject_id);
+    const after = await payment();
+    // An attempt took the checkout's slot before the expiry's move: its answer decides; read again later.
+    if (after.status === 'processing') return { outcome: null, pending: true };
+    return {
+      outcome: wasPaid(after.status) ? PAID_BEFORE_CANCEL : { status: 'succeeded' },
+      providerObjectId: after.provider_payment_id,
+    };
+  },
+  async resolve(ctx, operation) {
+    // One read, no cancel: a PaymentIntent canceled fails the payment through applyProviderState (an
+    // expired checkout's payment fails), one charged is paid; one still open is recorded as not final,
+    // and the expirer, no longer kept off it, stops it on its next round.
+    const state = await currentPayment(ctx, operation);
+    return paymentReading(ctx, operation, state, state ? cancelOutcome(state) : null);
+  },
+};
+
 /**
  * What one more read of a payment's flagged call records: the provider payment's state applied as the
  * reconciler applies it (a charge after Kassa gave the payment up is its provider_conflict; a renewal's
@@ -152,6 +215,11 @@ function describePayment(
   if (!state) return `no payment for ${operation.reference}`;
   const payment = `${state.providerPaymentId}, ${state.outcome}`;
   if (operation.kind === 'payment_open') return `opened (${payment})`;
+  if (operation.kind === CANCEL_KIND) {
+    if (state.outcome === 'CANCELED') return `canceled (${payment})`;
+    if (state.outcome === 'PAYMENT_SUCCESS') return `charged before the cancel (${payment})`;
+    return `not canceled, still open (${payment})`;
+  }
   if (outcome === null) return `no attempt of this call (${payment})`;
   if (outcome.status === 'succeeded') return `charged (${payment})`;
   if (outcome.status === 'requires_action') return `waiting for the customer's authentication (${payment})`;
@@ -180,4 +248,5 @@ async function presentPayment(trx: Executor, paymentId: number): Promise<Resolve
 export const paymentOperationHandlers: OperationHandlers = {
   payment_attempt: paymentAttempt,
   payment_open: paymentOpen,
+  [CANCEL_KIND]: paymentCancel,
 };

@@ -6,6 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { prepareQuery } from '../../db/prepared.ts';
 import { isPublicId, parseNumericId } from '../../lib/ids.ts';
 import type { Environment } from '../api-keys/table.ts';
+import { cancelNotInReconciliation } from './cancel.ts';
 import {
   DEPOSIT_ATTEMPT_COLUMNS,
   type DepositAttemptRow,
@@ -404,6 +405,8 @@ export function expiredProcessingPayments(db: Executor, now: string, afterId: nu
       // A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
       .where('payments.subscription_id', 'is', null)
       .where('checkout_sessions.expires_at', '<=', now)
+      // A stop the provider did not answer is the reconciler's to retry, then to flag (cancel.ts).
+      .where(cancelNotInReconciliation)
       .where((eb) =>
         eb.or([
           eb('checkout_sessions.attempt_locked_until', 'is', null),

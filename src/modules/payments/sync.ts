@@ -3,12 +3,13 @@
 
 import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import type { ProviderNotice } from '../../provider/types.ts';
+import { type ProviderNotice, ProviderUnavailableError } from '../../provider/types.ts';
 import { attemptInFlight } from '../checkout/status.ts';
 import { lockSession } from '../checkout/store.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
 import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
+import { cancelNotInReconciliation, handCancelToReconciler } from './cancel.ts';
 import { MAX_WEBHOOK_IDS } from './provider-webhook-guard.ts';
 import * as store from './store.ts';
 import type { PaymentRow } from './table.ts';
@@ -93,11 +94,39 @@ export async function stopAtProvider(ctx: AppContext, payment: SyncTarget): Prom
 }
 
 /**
+ * The expiry of one payment whose checkout expired: stopped at the provider (stopAtProvider), then failed
+ * under the checkout's lock unless an attempt took the slot meanwhile (its answer, or the next round,
+ * decides). True when the payment was failed. Throws ProviderUnavailableError when the provider did not
+ * answer the stop, with nothing of Kassa's changed. The expirer and the reconciler's payment_cancel both
+ * make this move (cancel.ts).
+ */
+export async function expirePayment(ctx: AppContext, paymentId: number): Promise<boolean> {
+  const payment = await ctx.db
+    .selectFrom('payments')
+    .select(['id', 'public_id', 'provider', 'provider_payment_id', 'checkout_session_id'])
+    .where('id', '=', paymentId)
+    .executeTakeFirstOrThrow();
+  await stopAtProvider(ctx, payment);
+  return ctx.db.transaction().execute(async (trx) => {
+    // Under the checkout's lock, as sync-status does: an attempt that took the slot since the read
+    // above is left to finish (its answer, or the next round, decides).
+    const session = await lockSession(trx, payment.checkout_session_id);
+    const now = ctx.clock();
+    if (attemptInFlight(session, now)) return false;
+    const moved = await movePayment(trx, paymentId, 'processing', 'failed', now.toISOString());
+    return moved !== null;
+  });
+}
+
+/**
  * Worker step: a checkout that expired while its payment was still taking card attempts fails the payment
- * (after stopping it at the provider, so a late success is not lost). An attempt in flight waits. Each
- * round takes the next batch, cycling through all of them as syncDuePayments does: payments left
- * `processing` because their provider does not answer stay in the cycle without keeping the others
- * (another provider's, the simulator's) out of it. `batch`: tests make it small.
+ * (after stopping it at the provider, so a late success is not lost). An attempt in flight waits. A stop
+ * the provider does not answer fails nothing (the customer's browser may still pay): it is recorded as a
+ * payment_cancel operation whose outcome is unknown, and from then on the reconciler retries it on its
+ * schedule and flags it for review after the last read (cancel.ts), as every other provider call whose
+ * answer Kassa lacks; the expirer no longer takes that payment. Each round takes the next batch, cycling
+ * through all of them as syncDuePayments does, so no payment keeps the others out. `batch`: tests make
+ * it small.
  */
 export async function expireCheckouts(ctx: AppContext, batch = BATCH): Promise<number> {
   const now = ctx.clock().toISOString();
@@ -105,21 +134,13 @@ export async function expireCheckouts(ctx: AppContext, batch = BATCH): Promise<n
   const expired = await store.expiredProcessingPayments(ctx.db, now, after, batch);
   expiryCursors.set(ctx, expired.length < batch ? 0 : expired[expired.length - 1].id);
   return eachCounting(expired, async ({ id }) => {
-    const payment = await ctx.db
-      .selectFrom('payments')
-      .select(['id', 'public_id', 'provider', 'provider_payment_id', 'checkout_session_id'])
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
-    await stopAtProvider(ctx, payment);
-    return ctx.db.transaction().execute(async (trx) => {
-      // Under the checkout's lock, as sync-status does: an attempt that took the slot since the read
-      // above is left to finish (its answer, or the next round, decides).
-      const session = await lockSession(trx, payment.checkout_session_id);
-      const now = ctx.clock();
-      if (attemptInFlight(session, now)) return false;
-      const moved = await movePayment(trx, id, 'processing', 'failed', now.toISOString());
-      return moved !== null;
-    });
+    try {
+      return await expirePayment(ctx, id);
+    } catch (error) {
+      if (!(error instanceof ProviderUnavailableError)) throw error;
+      await handCancelToReconciler(ctx, id, error);
+      return false;
+    }
   });
 }
 
@@ -173,6 +194,7 @@ export async function nextCheckoutExpiryDue(ctx: AppContext): Promise<number | n
     .select((eb) => eb.fn.min('checkout_sessions.expires_at').as('due'))
     .where('payments.status', '=', 'processing')
     .where('payments.subscription_id', 'is', null)
+    .where(cancelNotInReconciliation)
     .executeTakeFirst();
   return row?.due ? Date.parse(String(row.due)) : null;
 }

@@ -48,7 +48,8 @@ export interface FakeStripe {
   /** Every request: method, path, and its Idempotency-Key. */
   requests: { method: string; path: string; idempotencyKey: string | null }[];
   webhookEndpoints: WebhookEndpointFixture[];
-  fail(rule: FaultRule): void;
+  /** Injects a fault; `stop` ends it before its `times` run out (the provider answers again). */
+  fail(rule: FaultRule): { stop: () => void };
   /** Rolls the secret key, as in the Dashboard: the key Kassa holds is refused (401) until `restore`. */
   rollSecretKey(): { restore: () => void };
   /**
@@ -303,7 +304,15 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     ledger,
     requests,
     webhookEndpoints,
-    fail: (rule) => faults.push({ ...rule }),
+    fail(rule) {
+      const injected = { ...rule };
+      faults.push(injected);
+      return {
+        stop: () => {
+          injected.times = 0;
+        },
+      };
+    },
     rollSecretKey() {
       acceptedKey = `sk_test_fake${randomBytes(12).toString('hex')}`;
       return {
