@@ -29,16 +29,7 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
   const { session, payment } = await ctx.db.transaction().execute(async (trx) => {
     const locked = await store.lockSession(trx, found.id);
     const existing = await payments.paymentOfCheckout(trx, locked.id);
-    const state = checkoutState(locked, existing, now, true);
-    assertStillOpen(state);
-    if (state === 'pending') {
-      throw new ConflictError(
-        "This checkout's payment is awaiting the bank's decision and cannot be canceled.",
-      );
-    }
-    if (attemptInFlight(locked, now)) {
-      throw new ConflictError('A payment attempt for this checkout is in progress; try again in a moment.');
-    }
+    if (!existing || !finishesLostCancel(ctx, locked, existing, now)) assertCancelable(locked, existing, now);
     await store.updateSession(trx, locked.id, { canceled_at: nowIso, updated_at: nowIso });
     const canceled = { ...locked, canceled_at: nowIso, updated_at: nowIso };
     if (!existing) {
@@ -61,10 +52,49 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
       );
       return { session: canceled, payment: undefined };
     }
+    // A payment already canceled (a lost cancel finished here) does not move: the read that applied the
+    // provider's cancel sent its event.
     const moved = await movePayment(trx, existing.id, 'processing', 'canceled', nowIso);
     return { session: canceled, payment: moved ?? existing };
   });
   return presentSyncStatus(session, payment, now);
+}
+
+/** A cancel needs an open checkout (410 otherwise) whose bank is not deciding and no attempt in flight (409). */
+function assertCancelable(session: CheckoutSessionRow, payment: PaymentRow | undefined, now: Date): void {
+  const state = checkoutState(session, payment, now, true);
+  assertStillOpen(state);
+  if (state === 'pending') {
+    throw new ConflictError(
+      "This checkout's payment is awaiting the bank's decision and cannot be canceled.",
+    );
+  }
+  if (attemptInFlight(session, now)) {
+    throw new ConflictError('A payment attempt for this checkout is in progress; try again in a moment.');
+  }
+}
+
+/**
+ * Whether this cancel finishes an earlier one whose cancel at the provider landed but whose answer was lost.
+ * That customer was answered 503 ("nothing was changed; try again"), and the next read of the payment (this
+ * retry's last look in stopAtProvider, the sync loop, a provider webhook) applied the provider's cancel, so
+ * the payment is canceled while the checkout is not. The retry must answer as the first cancel would have
+ * (200, CANCELED), not find the checkout gone (410). Only a provider Kassa stops on the customer's cancel
+ * (its form is its own) can have such a cancel; a payment the simulator's script canceled stays final, and
+ * an expired checkout (a renewal's is closed from the start) is gone, as the contract says.
+ */
+function finishesLostCancel(
+  ctx: AppContext,
+  session: CheckoutSessionRow,
+  payment: PaymentRow,
+  now: Date,
+): boolean {
+  return (
+    payment.status === 'canceled' &&
+    session.canceled_at === null &&
+    !isExpired(session, now) &&
+    !ctx.providers.named(payment.provider).cardForm
+  );
 }
 
 /**
