@@ -1,8 +1,16 @@
 // What the OpenAPI document gets after @fastify/swagger built it from the route schemas: named schemas
 // moved to components.schemas and $ref'd, the error statuses each operation can answer (with the
-// {detail} body and, for 429, the rate-limit headers), the Idempotency-Key header, and the webhooks.
+// {detail} body and, for 429, the rate-limit headers; the 503s a route marks in its schema), the
+// Idempotency-Key header, and the webhooks.
 import { WEBHOOK_EVENTS, WEBHOOK_HEADERS } from '../modules/webhooks/event-schemas.ts';
-import { ASKS_PROVIDER, DOCUMENTED, type DocumentedFields, ErrorBody, SCHEMA_NAME } from './schemas.ts';
+import {
+  ASKS_PROVIDER,
+  CHECKS_PASSWORDS,
+  DOCUMENTED,
+  type DocumentedFields,
+  ErrorBody,
+  SCHEMA_NAME,
+} from './schemas.ts';
 
 type Json = Record<string, unknown>;
 interface Operation extends Json {
@@ -35,12 +43,18 @@ const headerRefs = (names: string[]) =>
 /** Session routes with a limit of their own (refund verification codes, the events long-poll). */
 const LIMITED_SESSION_PATHS = [/^\/api\/refunds\//, /^\/api\/organization\/events\//];
 
-/** Which errors an operation can answer, from how it authenticates and what it takes. */
+/** What a route declares in its own schema about the waits it can be refused in (see http/schemas.ts). */
+interface RouteMarks {
+  asksProvider: boolean;
+  checksPasswords: boolean;
+}
+
+/** Which errors an operation can answer, from how it authenticates, what it takes and what it marks. */
 function errorResponses(
   path: string,
   method: string,
   operation: Operation,
-  asksProvider: boolean,
+  marks: RouteMarks,
 ): Record<string, unknown> {
   const security = operation.security ?? [];
   const apiKey = security.some((requirement) => 'ApiKey' in requirement);
@@ -54,19 +68,36 @@ function errorResponses(
   }
   if (path.includes('{')) responses[404] = json('Not found in this organization.');
   if (apiKey && method === 'post') responses[409] = json('The Idempotency-Key is still in use.');
-  if (apiKey || isPublic || LIMITED_SESSION_PATHS.some((pattern) => pattern.test(path))) {
-    responses[429] = json('Rate limited: retry after Retry-After seconds.', {
+  // A route that checks passwords answers 429 when the caller's address already has its share of the
+  // password line (auth/passwords.ts), and a counted check when the login limiter's window is spent: so a
+  // session route too when it is marked CHECKS_PASSWORDS.
+  if (
+    apiKey ||
+    isPublic ||
+    marks.checksPasswords ||
+    LIMITED_SESSION_PATHS.some((pattern) => pattern.test(path))
+  ) {
+    const rateLimited = marks.checksPasswords
+      ? 'Rate limited, or this address already has its share of password checks in line: retry after Retry-After seconds.'
+      : 'Rate limited: retry after Retry-After seconds.';
+    responses[429] = json(rateLimited, {
       'Retry-After': { $ref: '#/components/headers/Retry-After' },
       ...headerRefs(Object.keys(RATE_LIMIT_HEADERS)),
     });
   }
-  // A route that asks the payment provider while the caller waits says so in its own schema (ASKS_PROVIDER
-  // in http/schemas.ts), so this 503 is documented wherever the handler can meet a provider without answer.
-  if (asksProvider) {
-    responses[503] = json(
+  // A route that asks the payment provider while the caller waits, or that checks or hashes a password in
+  // the bounded line, says so in its own schema (ASKS_PROVIDER, CHECKS_PASSWORDS in http/schemas.ts), so
+  // each 503 is documented wherever the handler can meet it; a route marked both names both causes.
+  const unavailable = [
+    marks.asksProvider &&
       'The payment provider did not answer (a timeout, a 5xx, a rate limit): nothing was changed; retry after Retry-After seconds.',
-      { 'Retry-After': { $ref: '#/components/headers/Retry-After' } },
-    );
+    marks.checksPasswords &&
+      'The service is busy checking passwords (the line of password checks is full): the password was neither checked nor set and nothing was changed; retry after Retry-After seconds.',
+  ].filter((reason) => typeof reason === 'string');
+  if (unavailable.length > 0) {
+    responses[503] = json(unavailable.join(' '), {
+      'Retry-After': { $ref: '#/components/headers/Retry-After' },
+    });
   }
   responses['4XX'] = json('Any other client error: {"detail": "..."}.');
   return responses;
@@ -154,11 +185,15 @@ export function completeDocument(built: { openapiObject: unknown } | { swaggerOb
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
       applyDocumented(operation);
-      const asksProvider = operation[ASKS_PROVIDER] === true;
+      const marks = {
+        asksProvider: operation[ASKS_PROVIDER] === true,
+        checksPasswords: operation[CHECKS_PASSWORDS] === true,
+      };
       delete operation[ASKS_PROVIDER];
+      delete operation[CHECKS_PASSWORDS];
       const documented = operation.responses ?? {};
       delete documented['4XX'];
-      operation.responses = { ...documented, ...errorResponses(path, method, operation, asksProvider) };
+      operation.responses = { ...documented, ...errorResponses(path, method, operation, marks) };
       if (method === 'post' && operation.security?.some((requirement) => 'ApiKey' in requirement)) {
         operation.parameters = [
           ...(operation.parameters ?? []),

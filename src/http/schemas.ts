@@ -33,6 +33,17 @@ export const documented = (fields: DocumentedFields): Record<string, unknown> =>
 export const ASKS_PROVIDER = 'x-asks-provider';
 export const asksProvider: Record<string, unknown> = { [ASKS_PROVIDER]: true };
 
+/**
+ * Route-schema keyword of a route whose handler checks or hashes a dashboard password: the check waits
+ * in the bounded hash line (auth/passwords.ts), which refuses at once with 429 when the caller's address
+ * has its share in line and 503 when the line is full, both with Retry-After. openapi-document.ts
+ * documents both from this mark, as it does the provider's 503 from ASKS_PROVIDER, and
+ * test/openapi-password-503.test.ts makes every marked route answer them and checks that the marked
+ * routes are exactly those; call() refuses such a 503 on a route that does not document it.
+ */
+export const CHECKS_PASSWORDS = 'x-checks-passwords';
+export const checksPasswords: Record<string, unknown> = { [CHECKS_PASSWORDS]: true };
+
 /** Documented list parameters (see `documented`): page numbers and an ordering over `fields`. */
 export const PageParams = {
   page: Type.Integer({ minimum: 1, description: 'From 1.' }),

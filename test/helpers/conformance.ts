@@ -3,13 +3,18 @@
 // the server's own /api/openapi.json declares for that operation and status, and checks that each of
 // Kassa's own headers it carries (Kassa-*) is declared there. A mismatch throws, so the test that made
 // the call fails, naming the route, the status and the first schema error (or the header). A 5xx is not
-// checked, but for the payment provider's 503: a route that can answer it documents it (ASKS_PROVIDER in
-// src/http/schemas.ts), so one that answers it undocumented fails whichever test met it.
+// checked, but for the 503s a route declares in its schema: the payment provider's (ASKS_PROVIDER in
+// src/http/schemas.ts) and the full password line's (CHECKS_PASSWORDS); a route that answers one of them
+// undocumented fails whichever test met it.
 // checkWebhookBody does the same for a webhook body a receiver got, against the document's `webhooks`
 // section.
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { PROVIDER_UNAVAILABLE_DETAIL } from '../../src/http/errors.ts';
+import { PASSWORD_CHECKS_BUSY_DETAIL } from '../../src/modules/auth/passwords.ts';
+
+/** The details of the 503s that a route documents from a mark in its schema (see the comment above). */
+const DECLARED_503_DETAILS: unknown[] = [PROVIDER_UNAVAILABLE_DETAIL, PASSWORD_CHECKS_BUSY_DETAIL];
 
 interface ResponseObject {
   content?: Record<string, { schema?: unknown }>;
@@ -133,11 +138,11 @@ export interface ObservedResponse {
 /** Throws when a response to an /api or /sandbox/api path does not match its documented schema. */
 export async function checkResponse(serverUrl: string, observed: ObservedResponse): Promise<void> {
   const rawPath = observed.path.split(/[?#]/)[0].replace(/\/{2,}/g, '/');
-  const providerUnavailable =
+  const declared503 =
     observed.status === 503 &&
-    (observed.body as { detail?: unknown } | null)?.detail === PROVIDER_UNAVAILABLE_DETAIL;
+    DECLARED_503_DETAILS.includes((observed.body as { detail?: unknown } | null)?.detail);
   if (!/^\/(sandbox\/)?api\//.test(rawPath) || observed.method === 'HEAD') return;
-  if (observed.status >= 500 && !providerUnavailable) return;
+  if (observed.status >= 500 && !declared503) return;
   const path = rawPath.replace(/^\/sandbox\/api\//, '/api/');
   const operations = await operationsOf(serverUrl);
   const operation = operations.find((op) => op.method === observed.method && op.pattern.test(path));

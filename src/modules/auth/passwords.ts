@@ -11,6 +11,9 @@ import { HashQueueFullError } from '../../lib/hash-queue.ts';
 export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 1024;
 
+/** The 503's detail when the line is full for everyone (test/helpers/conformance.ts knows it by this). */
+export const PASSWORD_CHECKS_BUSY_DETAIL = 'The service is busy checking passwords. Try again in a moment.';
+
 /** The hash queue refused: the password was not checked (a login limiter gives the attempt back). */
 export class PasswordCheckBusyError extends DomainError {
   constructor(scope: 'key' | 'all') {
@@ -18,7 +21,7 @@ export class PasswordCheckBusyError extends DomainError {
       scope === 'key' ? 429 : 503,
       scope === 'key'
         ? 'Too many password checks in progress from your address. Try again in a moment.'
-        : 'The service is busy checking passwords. Try again in a moment.',
+        : PASSWORD_CHECKS_BUSY_DETAIL,
       { 'retry-after': '1' },
     );
   }

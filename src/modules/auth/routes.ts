@@ -3,7 +3,7 @@
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { UnauthorizedError, ValidationError } from '../../http/errors.ts';
 import { FixedWindowLimiter } from '../../http/rate-limit.ts';
-import { IdParam, NoContent } from '../../http/schemas.ts';
+import { checksPasswords, IdParam, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
 import { clientOf } from '../audit/record.ts';
@@ -50,7 +50,7 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/login/',
-    { schema: { body: LoginBody, response: { 200: LoginAnswer } } },
+    { schema: { ...checksPasswords, body: LoginBody, response: { 200: LoginAnswer } } },
     async (request, reply) => {
       const { email, password } = request.body;
       const outcome = await countedPasswordCheck(ctx, reply, email, request.ip, async () => {
@@ -96,7 +96,10 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/confirm/',
-    { preValidation: requireSession, schema: { body: ConfirmBody, response: { 200: Confirmed } } },
+    {
+      preValidation: requireSession,
+      schema: { ...checksPasswords, body: ConfirmBody, response: { 200: Confirmed } },
+    },
     async (request, reply) => {
       const principal = sessionOf(request);
       const { password, code } = request.body;
@@ -136,7 +139,10 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/password/',
-    { preValidation: requireSession, schema: { body: PasswordChangeBody, response: { 204: NoContent } } },
+    {
+      preValidation: requireSession,
+      schema: { ...checksPasswords, body: PasswordChangeBody, response: { 204: NoContent } },
+    },
     async (request, reply) => {
       const principal = sessionOf(request);
       const changed = await countedPasswordCheck(ctx, reply, principal.user.email, request.ip, () =>
@@ -165,7 +171,7 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/password-reset/confirm/',
-    { schema: { body: PasswordResetConfirmBody, response: { 204: NoContent } } },
+    { schema: { ...checksPasswords, body: PasswordResetConfirmBody, response: { 204: NoContent } } },
     async (request, reply) => {
       await confirmPasswordReset(ctx, request.body, clientOf(request));
       return reply.code(204).send();

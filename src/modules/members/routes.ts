@@ -3,7 +3,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { IdParam, NoContent } from '../../http/schemas.ts';
+import { checksPasswords, IdParam, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
 import { actorOf, clientOf } from '../audit/record.ts';
@@ -103,7 +103,7 @@ export async function memberRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/accept-invite/',
-    { schema: { body: AcceptInviteBody, response: { 200: LoginResult } } },
+    { schema: { ...checksPasswords, body: AcceptInviteBody, response: { 200: LoginResult } } },
     async (request, reply) => {
       const result = await acceptInvitation(ctx, request.body, clientOf(request));
       setSessionCookie(ctx, reply, result.token);
