@@ -221,10 +221,70 @@ function failureSentence(attempt) {
   return reason ? `${reason} Your payment could not be completed.` : undefined;
 }
 
+// ---- The payment provider does not answer. Kassa then answers 503 with Retry-After, and the 503 means
+// nothing was changed (no charge, no cancel), so the page may send the very same call again. It does so by
+// itself after Retry-After, a few times only: a longer outage ends with a "Try again" the customer chooses,
+// not with a page that asks for ever. The customer keeps what they typed: the form is only hidden, and a
+// pay is retried with the body it was first sent with, the buttons disabled meanwhile so nothing goes twice.
+
+const PROVIDER_TRIES = 4;
+const PROVIDER_WAITING = "The payment provider is not answering. We'll try again in a few seconds…";
+
+/** Retry-After in milliseconds, kept within 1 to 30 seconds so an odd value neither hammers nor stalls. */
+function retryDelay(response) {
+  return Math.min(Math.max(response.retryAfter || 5, 1), 30) * 1000;
+}
+
+/**
+ * Sends `request()` until the provider answers, at most PROVIDER_TRIES times; `waiting()` runs before each
+ * pause, to say why the page waits. Returns the last answer, a 503 when none of the tries was answered.
+ */
+async function untilProviderAnswers(request, waiting) {
+  let response = await request();
+  for (let tries = 1; response.status === 503 && tries < PROVIDER_TRIES; tries++) {
+    waiting();
+    await sleep(retryDelay(response));
+    response = await request();
+  }
+  return response;
+}
+
+let waitingRetry = null;
+
+/**
+ * The waiting screen: the provider is not answering and the page asks again by itself; with `retry`, it
+ * has stopped asking and offers "Try again", which calls `retry`.
+ */
+function showWaiting(message, retry) {
+  const shown = !$('waiting-title').closest('section').hidden;
+  waitingRetry = retry || null;
+  $('waiting-icon').className = retry ? 'icon' : 'icon pending';
+  $('waiting-icon').textContent = retry ? '!' : '';
+  text('waiting-message', message);
+  $('waiting-retry').hidden = !retry;
+  showScreen('waiting');
+  document.title = $('waiting-title').textContent;
+  if (retry) $('waiting-retry').focus();
+  else if (!shown) $('waiting-title').focus();
+}
+
+$('waiting-retry').addEventListener('click', () => {
+  const retry = waitingRetry;
+  if (!retry) return;
+  waitingRetry = null;
+  showWaiting(PROVIDER_WAITING);
+  retry();
+});
+
 /** Loads the session and shows what fits its state; `message` is shown above the form when it is open. */
 async function load(message) {
   if (!/^[A-Za-z0-9_-]{16,200}$/.test(token)) return finish('notfound');
-  const response = await api('GET', base);
+  const response = await untilProviderAnswers(
+    () => api('GET', base),
+    () => showWaiting(PROVIDER_WAITING),
+  );
+  if (response.status === 503)
+    return showWaiting('It is still not answering. Try again in a moment.', () => load(message));
   if (response.status === 404) return finish('notfound');
   if (response.status === 410) return finish('gone');
   if (response.status !== 200) return finish('error');
@@ -258,7 +318,8 @@ async function load(message) {
 
 /** Asks for the outcome every POLL_MS while the bank decides, showing the pending screen meanwhile. */
 async function syncUntilDone() {
-  let shownPending = false;
+  let shown = null;
+  let unanswered = 0;
   for (;;) {
     const response = await api('POST', '/api/checkout/sync-status/', { token });
     if (response.status === 200) {
@@ -268,13 +329,20 @@ async function syncUntilDone() {
     } else if (response.status === 404) {
       return finish('notfound');
     }
-    if (!shownPending) {
-      shownPending = true;
-      showResult(
-        'pending',
-        'Confirming your payment…',
-        'Your bank is confirming the payment. Keep this page open; it updates by itself.',
+    // The payment may already be decided at the provider: after a few unanswered asks the customer is told
+    // not to pay again, and asks again when they choose.
+    unanswered = response.status === 503 ? unanswered + 1 : 0;
+    if (unanswered >= PROVIDER_TRIES)
+      return showWaiting(
+        'We could not confirm your payment yet. Do not pay again: try again in a moment to see its outcome.',
+        syncUntilDone,
       );
+    const sentence = unanswered
+      ? "The payment provider is not answering. We'll ask again in a few seconds; keep this page open."
+      : 'Your bank is confirming the payment. Keep this page open; it updates by itself.';
+    if (sentence !== shown) {
+      shown = sentence;
+      showResult('pending', 'Confirming your payment…', sentence);
     }
     await sleep(Math.max(POLL_MS, response.retryAfter * 1000));
   }
@@ -299,18 +367,29 @@ async function pay(event) {
   if (!validateAll(CHECKS)) return;
   const expiry = parseExpiry($('card_expiry').value);
   setBusy(true, 'Processing…');
-  const response = await api('POST', `${base}pay/`, {
+  const card = {
     card_number: digitsOf($('card_number').value),
     exp_month: expiry.month,
     exp_year: expiry.year,
     cvc: $('card_cvc').value.trim(),
     cardholder_name: $('cardholder_name').value.trim(),
-  });
+  };
+  const response = await untilProviderAnswers(
+    () => api('POST', `${base}pay/`, card),
+    () =>
+      formError(
+        "The payment provider is not answering, and nothing was charged. We'll try again in a few seconds…",
+      ),
+  );
   if (response.status === 200 || response.status === 201) return attempted(response.data);
   if (response.status === 404) return finish('notfound');
   // Finished elsewhere (410), or an attempt or the bank's decision still running (409): show where it stands.
   if (response.status === 410 || response.status === 409) return load(response.data.detail);
   setBusy(false);
+  if (response.status === 503)
+    return formError(
+      'The payment provider is still not answering, and nothing was charged. Try again in a moment.',
+    );
   if (response.status === 429) return formError('Too many attempts. Wait a moment, then try again.');
   if (response.status === 400)
     return formError(response.data.detail || 'Check your card details and try again.');
@@ -434,9 +513,18 @@ async function confirmUnknown() {
 async function cancel() {
   if (busy) return;
   setBusy(true, 'Canceling…');
-  const response = await api('POST', `${base}cancel/`);
+  const response = await untilProviderAnswers(
+    () => api('POST', `${base}cancel/`),
+    () => formError(PROVIDER_WAITING),
+  );
   if (response.status === 200 && finishWith(response.data)) return;
   if (response.status === 404) return finish('notfound');
+  if (response.status === 503) {
+    setBusy(false);
+    return formError(
+      'The payment provider is still not answering, so the payment is not canceled yet. Try again in a moment.',
+    );
+  }
   return load(response.data.detail || 'The payment could not be canceled. Try again.');
 }
 

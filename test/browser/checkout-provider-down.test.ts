@@ -1,0 +1,212 @@
+// The hosted checkout page in Chromium while the payment provider does not answer for a moment: each of its
+// four calls that wait on the provider (the first load, pay, cancel, and the status polling after pay) gets
+// Kassa's 503 with Retry-After. The customer sees that the provider is not answering, not the generic
+// "Something went wrong", keeps what they typed, and the page asks again by itself after Retry-After; once
+// the provider answers again the checkout completes without the customer doing anything. When it stays
+// silent past a few tries the page offers a "Try again" button instead of asking for ever.
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import type { PaymentProvider } from '../../src/provider/types.ts';
+import { billing, CARDS, createCheckout } from '../helpers/checkout.ts';
+import type { FakeStripe, FaultRule } from '../helpers/fake-stripe/server.ts';
+import { useProvider, wrapProvider } from '../helpers/providers.ts';
+import {
+  call,
+  createTestKey,
+  createTestMerchant,
+  type Merchant,
+  type TestServer,
+} from '../helpers/server.ts';
+import { hostedStep, type Json, startWithStripe } from '../helpers/stripe.ts';
+import { assertCleanConsole, fillCard } from './helpers/checkout-page.ts';
+import { assertAccessible } from './helpers/checks.ts';
+import { launchChromium, type PageRecord, screenshot, type TestBrowser } from './helpers/chromium.ts';
+import { routeStripe } from './helpers/fake-stripe-js.ts';
+
+const intentPath = /^\/v1\/payment_intents\/pi_\w+$/;
+const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
+/** Long enough for the page's retry after Retry-After (5 s) and the call that follows it. */
+const RECOVERY_MS = 25_000;
+const NOT_ANSWERING = /The payment provider is not answering/;
+
+/** The provider's message is on the page, and the generic error screen is not. */
+async function assertProviderMessage(page: Page): Promise<void> {
+  await page.getByText(NOT_ANSWERING).filter({ visible: true }).first().waitFor();
+  assert.equal(await page.getByRole('heading', { name: 'Something went wrong' }).isVisible(), false);
+  assert.doesNotMatch((await page.locator('main').textContent()) ?? '', /stripe|injected|did not answer/i);
+}
+
+const requestsTo = (record: PageRecord, path: RegExp) =>
+  record.requests.filter((request) => path.test(new URL(request.url).pathname));
+
+describe('the hosted checkout page while the payment provider does not answer, in Chromium', () => {
+  let fake: FakeStripe;
+  let server: TestServer;
+  let close: () => Promise<void>;
+  let browser: TestBrowser;
+  let owner: Merchant;
+  let apiKey: string;
+
+  before(async () => {
+    ({ fake, server, close } = await startWithStripe({ worker: false }));
+    owner = await createTestMerchant(server, 'Quiet Provider Books');
+    apiKey = await createTestKey(server, owner);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    await close?.();
+  });
+
+  // A test that fails midway must not leave Stripe silent for the next one.
+  const outages: { stop: () => void }[] = [];
+  afterEach(() => {
+    for (const outage of outages.splice(0)) outage.stop();
+  });
+  /** Stripe refuses this call (a 500) until `stop`. */
+  function stripeDown(method: string, path: RegExp) {
+    const outage = fake.fail({ method, path, mode: '500', times: 1000 } satisfies FaultRule);
+    outages.push(outage);
+    return outage;
+  }
+
+  /**
+   * A checkout whose PaymentIntent is open (the page's load then reads its client secret from Stripe) and a
+   * page with the stand-in Stripe.js; `loaded`: the page is opened and shows the Payment Element.
+   */
+  async function stripePage(loaded: boolean) {
+    const checkout = await createCheckout(server, apiKey);
+    await hostedStep(server, checkout.token);
+    const { page, record } = await browser.newPage();
+    await routeStripe(page, fake);
+    if (loaded) {
+      await page.goto(checkout.checkout_url);
+      await page.getByLabel('Test card').waitFor();
+    }
+    return { checkout, page, record };
+  }
+
+  test('the first load: the provider message, then the Payment Element by itself once Stripe answers', async () => {
+    const { checkout, page, record } = await stripePage(false);
+    const outage = stripeDown('GET', intentPath);
+    await page.goto(checkout.checkout_url);
+    await assertProviderMessage(page);
+    await screenshot(page, 'checkout-provider-down-01-load');
+    await assertAccessible(page, 'checkout-provider-down-load');
+    outage.stop();
+    await page.getByLabel('Test card').waitFor({ timeout: RECOVERY_MS });
+    await page.getByRole('button', { name: /^Pay / }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    assertCleanConsole(record);
+  });
+
+  test('the first load when Stripe stays silent: a few tries, then a Try again button that loads the page', async () => {
+    const { checkout, page, record } = await stripePage(false);
+    const outage = stripeDown('GET', intentPath);
+    await page.goto(checkout.checkout_url);
+    await assertProviderMessage(page);
+    const retry = page.getByRole('button', { name: 'Try again' });
+    await retry.waitFor({ timeout: 40_000 });
+    const tries = requestsTo(record, /^\/api\/checkout\/[^/]+\/$/).length;
+    assert.ok(tries > 1 && tries <= 4, `the page asked ${tries} times, bounded`);
+    await page.waitForTimeout(6000);
+    assert.equal(requestsTo(record, /^\/api\/checkout\/[^/]+\/$/).length, tries, 'no more tries by itself');
+    await screenshot(page, 'checkout-provider-down-02-try-again');
+    await assertAccessible(page, 'checkout-provider-down-try-again');
+    outage.stop();
+    await retry.click();
+    await page.getByLabel('Test card').waitFor();
+    assertCleanConsole(record);
+  });
+
+  test('cancel: the provider message above the form, then canceled by itself once Stripe answers', async () => {
+    const { checkout, page, record } = await stripePage(true);
+    const outage = stripeDown('POST', cancelPath);
+    await page.getByRole('button', { name: 'Cancel and return to the merchant' }).click();
+    await page.getByRole('alert').filter({ hasText: NOT_ANSWERING }).waitFor();
+    await assertProviderMessage(page);
+    assert.equal(await page.getByLabel('Test card').isVisible(), true, 'the form stays');
+    assert.equal(
+      await page.locator('#pay-button').isDisabled(),
+      true,
+      'no second action while the cancel is retried',
+    );
+    await screenshot(page, 'checkout-provider-down-03-cancel');
+    outage.stop();
+    await page.getByRole('heading', { name: 'Payment canceled' }).waitFor({ timeout: RECOVERY_MS });
+    const state = await call<Json>(server, 'GET', `/api/checkout/${checkout.token}/`);
+    assert.equal(state.body.status, 'canceled');
+    assertCleanConsole(record);
+  });
+
+  test('the status after pay: the provider message while confirming, then the success by itself', async () => {
+    const { checkout, page, record } = await stripePage(true);
+    const outage = stripeDown('GET', intentPath);
+    await page.getByRole('button', { name: /^Pay / }).click();
+    await assertProviderMessage(page);
+    assert.equal(await page.getByRole('heading', { name: 'Confirming your payment…' }).isVisible(), true);
+    await screenshot(page, 'checkout-provider-down-04-status');
+    outage.stop();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor({ timeout: RECOVERY_MS });
+    assert.equal((await hostedStep(server, checkout.token)).page.status, 'paid');
+    assertCleanConsole(record);
+  });
+
+  test('pay (a signup whose customer the simulator does not make): the form stays filled, paid once by itself', async () => {
+    const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
+      token: owner.token,
+      body: { name: 'Sandbox monthly', amount: '9.99', interval: 'month', environment: 'sandbox' },
+    });
+    assert.equal(plan.status, 201, plan.text);
+    const started = await call<{ token: string; checkout_url: string }>(
+      server,
+      'POST',
+      `/api/subscriptions/public/${plan.body.id}/start/`,
+      { body: billing() },
+    );
+    assert.equal(started.status, 201, started.text);
+    const simulator = server.ctx.providers.simulator;
+    let down = true;
+    const undo = useProvider(
+      server.ctx,
+      wrapProvider(simulator, {
+        createCustomer: async (...args: Parameters<PaymentProvider['createCustomer']>) => {
+          if (down) throw new Error('no answer (the test stopped the simulator)');
+          return simulator.createCustomer(...args);
+        },
+      }),
+    );
+    try {
+      const { page, record } = await browser.newPage();
+      await page.goto(started.body.checkout_url);
+      await fillCard(page, CARDS.success);
+      await page.getByRole('button', { name: /^Subscribe and pay / }).click();
+      await page.getByRole('alert').filter({ hasText: NOT_ANSWERING }).waitFor();
+      await assertProviderMessage(page);
+      assert.match((await page.getByRole('alert').first().textContent()) ?? '', /nothing was charged/i);
+      assert.equal(await page.getByLabel('Card number').inputValue(), '4242 4242 4242 4242');
+      assert.equal(await page.getByLabel('Security code').inputValue(), '123');
+      assert.equal(await page.locator('#pay-button').isDisabled(), true, 'no second submission meanwhile');
+      await screenshot(page, 'checkout-provider-down-05-pay');
+      down = false;
+      await page.getByRole('heading', { name: 'You are subscribed' }).waitFor({ timeout: RECOVERY_MS });
+      const pays = requestsTo(record, /^\/api\/checkout\/[^/]+\/pay\/$/);
+      assert.equal(pays.length, 2, 'the 503 and the retry that paid');
+      const state = await call<{ status: string; attempts: { status: string }[] }>(
+        server,
+        'GET',
+        `/api/checkout/${started.body.token}/`,
+      );
+      assert.equal(state.body.status, 'paid');
+      assert.deepEqual(
+        state.body.attempts.map((attempt) => attempt.status),
+        ['succeeded'],
+        'charged once',
+      );
+      assertCleanConsole(record);
+    } finally {
+      undo();
+    }
+  });
+});
