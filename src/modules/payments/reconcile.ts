@@ -21,7 +21,7 @@ import * as checkouts from '../checkout/store.ts';
 import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
 import { CANCEL_KIND } from './cancel.ts';
 import { expirePayment } from './sync.ts';
-import { wasPaid } from './table.ts';
+import { type PaymentStatus, wasPaid } from './table.ts';
 import { applyProviderState } from './transitions.ts';
 
 /**
@@ -141,13 +141,40 @@ const PAID_BEFORE_CANCEL: KnownOutcome = {
 };
 
 /**
+ * A stop that found the payment processing at the bank (a bank debit, or a card the bank is still
+ * deciding): the provider refuses to cancel it (Stripe: payment_intent_unexpected_state), and it may
+ * still be paid, so it is not failed. The payment is `pending`, and the bank's answer, read by the
+ * sync loop, decides it. The stop is over; it did not cancel anything.
+ */
+const PROCESSING_AT_BANK: KnownOutcome = {
+  status: 'failed',
+  code: 'payment_processing',
+  message:
+    'The provider payment is processing at the bank and could not be canceled: the payment is pending until the bank decides.',
+  retryable: false,
+};
+
+/**
  * What the provider payment shows of a stop: canceled (the stop took effect), charged (it came too
- * late), or neither yet (still open to the customer's browser, or processing: not final).
+ * late), processing at the bank (refused: the bank decides), or neither yet (still open to the
+ * customer's browser: not final).
  */
 function cancelOutcome(state: ProviderPaymentState): KnownOutcome {
   if (state.outcome === 'CANCELED') return { status: 'succeeded' };
   if (state.outcome === 'PAYMENT_SUCCESS') return PAID_BEFORE_CANCEL;
+  if (state.outcome === 'CHECKOUT_PENDING') return PROCESSING_AT_BANK;
   return { status: 'pending' };
+}
+
+/**
+ * What the expiry's move made of the payment, as the stop's outcome: failed (the stop took effect), paid
+ * (it came too late), or pending (the provider payment is processing at the bank, which the provider
+ * refused to cancel; it is not failed, and its canceled state would be a false record).
+ */
+function stopOutcome(status: PaymentStatus): KnownOutcome {
+  if (wasPaid(status)) return PAID_BEFORE_CANCEL;
+  if (status === 'pending') return PROCESSING_AT_BANK;
+  return { status: 'succeeded' };
 }
 
 const paymentCancel: OperationHandler = {
@@ -165,15 +192,13 @@ const paymentCancel: OperationHandler = {
     const after = await payment();
     // An attempt took the checkout's slot before the expiry's move: its answer decides; read again later.
     if (after.status === 'processing') return { outcome: null, pending: true };
-    return {
-      outcome: wasPaid(after.status) ? PAID_BEFORE_CANCEL : { status: 'succeeded' },
-      providerObjectId: after.provider_payment_id,
-    };
+    return { outcome: stopOutcome(after.status), providerObjectId: after.provider_payment_id };
   },
   async resolve(ctx, operation) {
     // One read, no cancel: a PaymentIntent canceled fails the payment through applyProviderState (an
-    // expired checkout's payment fails), one charged is paid; one still open is recorded as not final,
-    // and the expirer, no longer kept off it, stops it on its next round.
+    // expired checkout's payment fails), one charged is paid, one processing at the bank makes the payment
+    // pending (the stop refused, the bank's answer the sync loop's); one still open is recorded as not
+    // final, and the expirer, no longer kept off it, stops it on its next round.
     const state = await currentPayment(ctx, operation);
     return paymentReading(ctx, operation, state, state ? cancelOutcome(state) : null);
   },
@@ -218,6 +243,7 @@ function describePayment(
   if (operation.kind === CANCEL_KIND) {
     if (state.outcome === 'CANCELED') return `canceled (${payment})`;
     if (state.outcome === 'PAYMENT_SUCCESS') return `charged before the cancel (${payment})`;
+    if (state.outcome === 'CHECKOUT_PENDING') return `not canceled, processing at the bank (${payment})`;
     return `not canceled, still open (${payment})`;
   }
   if (outcome === null) return `no attempt of this call (${payment})`;

@@ -293,10 +293,14 @@ export class FakeStripeLedger {
         intent.status,
       )
     ) {
-      throw invalid(
-        `You cannot cancel this PaymentIntent because it has a status of ${intent.status}.`,
-        'payment_intent_unexpected_state',
-      );
+      // As Stripe: a 400 naming the PaymentIntent as it stands. A processing one cannot be canceled: its
+      // payment method is with the bank, which may still pay it.
+      throw new StripeApiError(400, {
+        type: 'invalid_request_error',
+        code: 'payment_intent_unexpected_state',
+        message: `You cannot cancel this PaymentIntent because it has a status of ${intent.status}. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action.`,
+        payment_intent: structuredClone(intent),
+      });
     }
     const reason = text(params, 'cancellation_reason');
     intent.status = 'canceled';

@@ -4,7 +4,8 @@
 // replay the first answer with Idempotent-Replayed: true; other parameters are a 400 idempotency_error;
 // the key while its first request runs is a 409; a test may make it forget keys, as Stripe does after
 // 24 hours), and injects faults: a 500, or a timeout or 500 after the change was recorded (a retry with
-// the same key then gets the recorded answer).
+// the same key then gets the recorded answer). A test may also make a change at Stripe land just before
+// one of Kassa's requests (interleave), as a customer's browser confirming between two of Kassa's calls.
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -50,6 +51,12 @@ export interface FakeStripe {
   webhookEndpoints: WebhookEndpointFixture[];
   /** Injects a fault; `stop` ends it before its `times` run out (the provider answers again). */
   fail(rule: FaultRule): { stop: () => void };
+  /**
+   * Runs `change` once, just before the next request matching `method` and `path` is handled: what the
+   * customer's browser (or the bank) does at Stripe between two of Kassa's calls, such as a confirm that
+   * lands between Kassa's last read of a PaymentIntent and its cancel.
+   */
+  interleave(method: string, path: RegExp, change: () => void): void;
   /** Rolls the secret key, as in the Dashboard: the key Kassa holds is refused (401) until `restore`. */
   rollSecretKey(): { restore: () => void };
   /**
@@ -95,6 +102,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
   const ledger = new FakeStripeLedger(Stripe.API_VERSION);
   const requests: FakeStripe['requests'] = [];
   const faults: FaultRule[] = [];
+  const interleavings: { method: string; path: RegExp; change: () => void }[] = [];
   const idempotency = new Map<string, Recorded>();
   const sockets = new Set<Socket>();
   const webhookEndpoints: WebhookEndpointFixture[] = [];
@@ -227,6 +235,10 @@ export async function startFakeStripe(): Promise<FakeStripe> {
         error: { type: 'invalid_request_error', message: `Invalid API Key provided: ${auth ?? ''}` },
       });
     }
+    const interleaved = interleavings.findIndex(
+      (candidate) => candidate.method === method && candidate.path.test(url.pathname),
+    );
+    if (interleaved >= 0) interleavings.splice(interleaved, 1)[0].change();
     const fault = faultFor(method, url.pathname);
     if (fault?.mode === '500')
       return json(response, 500, {
@@ -312,6 +324,9 @@ export async function startFakeStripe(): Promise<FakeStripe> {
           injected.times = 0;
         },
       };
+    },
+    interleave(method, path, change) {
+      interleavings.push({ method, path, change });
     },
     rollSecretKey() {
       acceptedKey = `sk_test_fake${randomBytes(12).toString('hex')}`;
