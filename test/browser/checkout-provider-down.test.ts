@@ -1,16 +1,17 @@
 // The hosted checkout page in Chromium while the payment provider does not answer for a moment: each of its
 // four calls that wait on the provider (the first load, pay, cancel, and the status polling after pay) gets
-// Kassa's 503 with Retry-After. The customer sees that the provider is not answering, not the generic
-// "Something went wrong", keeps what they typed, and the page asks again by itself after Retry-After; once
-// the provider answers again the checkout completes without the customer doing anything. When it stays
-// silent past a few tries the page offers a "Try again" button instead of asking for ever.
+// Kassa's 503 with Retry-After, and so does the simulator's 3-D Secure step. The customer sees that the
+// provider is not answering, not the generic "Something went wrong", keeps what they typed, and the page
+// asks again by itself after Retry-After; once the provider answers again the checkout completes without
+// the customer doing anything. When it stays silent past a few tries the page offers a "Try again" button
+// instead of asking for ever. A new Stripe checkout whose PaymentIntent Stripe does not open gets no 503
+// (the read answers without a client secret): the page reads it again, backing off, then offers the same.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import type { PaymentProvider } from '../../src/provider/types.ts';
 import { billing, CARDS, createCheckout } from '../helpers/checkout.ts';
 import type { FakeStripe, FaultRule } from '../helpers/fake-stripe/server.ts';
-import { useProvider, wrapProvider } from '../helpers/providers.ts';
+import { useProvider as swapProvider, wrapProvider } from '../helpers/providers.ts';
 import {
   call,
   createTestKey,
@@ -26,6 +27,10 @@ import { routeStripe } from './helpers/fake-stripe-js.ts';
 
 const intentPath = /^\/v1\/payment_intents\/pi_\w+$/;
 const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
+const createIntentPath = /^\/v1\/payment_intents$/;
+const checkoutReads = /^\/api\/checkout\/[^/]+\/$/;
+const challengePath = /^\/api\/provider\/simulator\/challenges\/[^/]+\/$/;
+const THREE_DS = '4000 0027 6000 3184';
 /** Long enough for the page's retry after Retry-After (5 s) and the call that follows it. */
 const RECOVERY_MS = 25_000;
 const NOT_ANSWERING = /The payment provider is not answering/;
@@ -47,11 +52,13 @@ describe('the hosted checkout page while the payment provider does not answer, i
   let browser: TestBrowser;
   let owner: Merchant;
   let apiKey: string;
+  let sandboxKey: string;
 
   before(async () => {
     ({ fake, server, close } = await startWithStripe({ worker: false }));
     owner = await createTestMerchant(server, 'Quiet Provider Books');
     apiKey = await createTestKey(server, owner);
+    sandboxKey = await createTestKey(server, owner, { environment: 'sandbox' });
     browser = await launchChromium();
   });
   after(async () => {
@@ -153,6 +160,43 @@ describe('the hosted checkout page while the payment provider does not answer, i
     assertCleanConsole(record);
   });
 
+  /** The simulator (the sandbox) does not answer `method` until `up`: the call that needs it gets a 503. */
+  function simulatorDown(method: 'createCustomer' | 'getPayment') {
+    const simulator = server.ctx.providers.simulator;
+    const real = simulator[method].bind(simulator) as (...args: unknown[]) => Promise<unknown>;
+    let down = true;
+    const undo = swapProvider(
+      server.ctx,
+      wrapProvider(simulator, {
+        [method]: async (...args: unknown[]) => {
+          if (down) throw new Error('no answer (the test stopped the simulator)');
+          return real(...args);
+        },
+      }),
+    );
+    outages.push({ stop: undo });
+    return {
+      up: () => {
+        down = false;
+      },
+    };
+  }
+
+  /** The checkout is paid, by one attempt. */
+  async function assertPaidOnce(token: string) {
+    const state = await call<{ status: string; attempts: { status: string }[] }>(
+      server,
+      'GET',
+      `/api/checkout/${token}/`,
+    );
+    assert.equal(state.body.status, 'paid');
+    assert.deepEqual(
+      state.body.attempts.map((attempt) => attempt.status),
+      ['succeeded'],
+      'charged once',
+    );
+  }
+
   test('pay (a signup whose customer the simulator does not make): the form stays filled, paid once by itself', async () => {
     const plan = await call<{ id: string }>(server, 'POST', '/api/subscriptions/plans/', {
       token: owner.token,
@@ -166,47 +210,100 @@ describe('the hosted checkout page while the payment provider does not answer, i
       { body: billing() },
     );
     assert.equal(started.status, 201, started.text);
-    const simulator = server.ctx.providers.simulator;
-    let down = true;
-    const undo = useProvider(
-      server.ctx,
-      wrapProvider(simulator, {
-        createCustomer: async (...args: Parameters<PaymentProvider['createCustomer']>) => {
-          if (down) throw new Error('no answer (the test stopped the simulator)');
-          return simulator.createCustomer(...args);
-        },
-      }),
+    const outage = simulatorDown('createCustomer');
+    const { page, record } = await browser.newPage();
+    await page.goto(started.body.checkout_url);
+    await fillCard(page, CARDS.success);
+    await page.getByRole('button', { name: /^Subscribe and pay / }).click();
+    await page.getByRole('alert').filter({ hasText: NOT_ANSWERING }).waitFor();
+    await assertProviderMessage(page);
+    assert.match((await page.getByRole('alert').first().textContent()) ?? '', /nothing was charged/i);
+    assert.equal(await page.getByLabel('Card number').inputValue(), '4242 4242 4242 4242');
+    assert.equal(await page.getByLabel('Security code').inputValue(), '123');
+    assert.equal(await page.locator('#pay-button').isDisabled(), true, 'no second submission meanwhile');
+    await screenshot(page, 'checkout-provider-down-05-pay');
+    outage.up();
+    await page.getByRole('heading', { name: 'You are subscribed' }).waitFor({ timeout: RECOVERY_MS });
+    const pays = requestsTo(record, /^\/api\/checkout\/[^/]+\/pay\/$/);
+    assert.equal(pays.length, 2, 'the 503 and the retry that paid');
+    await assertPaidOnce(started.body.token);
+    assertCleanConsole(record);
+  });
+
+  /** A sandbox checkout (the simulator) on its 3-D Secure step. */
+  async function challengePage() {
+    const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
+    const { page, record } = await browser.newPage();
+    await page.goto(checkout.checkout_url);
+    await fillCard(page, THREE_DS);
+    await page.getByRole('button', { name: /^Pay / }).click();
+    await page.getByRole('heading', { name: 'Confirm this payment with your bank' }).waitFor();
+    return { checkout, page, record };
+  }
+
+  test('the 3-D Secure answer: the provider message on the bank step, then paid once by itself', async () => {
+    const { checkout, page, record } = await challengePage();
+    const outage = simulatorDown('getPayment');
+    await page.getByRole('button', { name: 'Confirm the payment' }).click();
+    await page.getByRole('alert').filter({ hasText: NOT_ANSWERING }).waitFor();
+    await assertProviderMessage(page);
+    assert.doesNotMatch((await page.locator('main').textContent()) ?? '', /check your connection/i);
+    assert.equal(
+      await page.getByRole('button', { name: 'Fail the authentication' }).isDisabled(),
+      true,
+      'no second answer while the first is sent again',
     );
-    try {
-      const { page, record } = await browser.newPage();
-      await page.goto(started.body.checkout_url);
-      await fillCard(page, CARDS.success);
-      await page.getByRole('button', { name: /^Subscribe and pay / }).click();
-      await page.getByRole('alert').filter({ hasText: NOT_ANSWERING }).waitFor();
-      await assertProviderMessage(page);
-      assert.match((await page.getByRole('alert').first().textContent()) ?? '', /nothing was charged/i);
-      assert.equal(await page.getByLabel('Card number').inputValue(), '4242 4242 4242 4242');
-      assert.equal(await page.getByLabel('Security code').inputValue(), '123');
-      assert.equal(await page.locator('#pay-button').isDisabled(), true, 'no second submission meanwhile');
-      await screenshot(page, 'checkout-provider-down-05-pay');
-      down = false;
-      await page.getByRole('heading', { name: 'You are subscribed' }).waitFor({ timeout: RECOVERY_MS });
-      const pays = requestsTo(record, /^\/api\/checkout\/[^/]+\/pay\/$/);
-      assert.equal(pays.length, 2, 'the 503 and the retry that paid');
-      const state = await call<{ status: string; attempts: { status: string }[] }>(
-        server,
-        'GET',
-        `/api/checkout/${started.body.token}/`,
-      );
-      assert.equal(state.body.status, 'paid');
-      assert.deepEqual(
-        state.body.attempts.map((attempt) => attempt.status),
-        ['succeeded'],
-        'charged once',
-      );
-      assertCleanConsole(record);
-    } finally {
-      undo();
-    }
+    await screenshot(page, 'checkout-provider-down-06-challenge');
+    await assertAccessible(page, 'checkout-provider-down-challenge');
+    outage.up();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor({ timeout: RECOVERY_MS });
+    assert.equal(requestsTo(record, challengePath).length, 2, 'the 503 and the answer sent again');
+    await assertPaidOnce(checkout.token);
+    assertCleanConsole(record);
+  });
+
+  test('the 3-D Secure answer when the provider stays silent: a few tries, then Try again sends it', async () => {
+    const { page, record } = await challengePage();
+    const outage = simulatorDown('getPayment');
+    await page.getByRole('button', { name: 'Confirm the payment' }).click();
+    const retry = page.getByRole('button', { name: 'Try again' });
+    await retry.waitFor({ timeout: 40_000 });
+    assert.equal(requestsTo(record, challengePath).length, 4, 'bounded');
+    assert.match((await page.getByRole('alert').first().textContent()) ?? '', /still not answering/);
+    assert.equal(await page.getByRole('button', { name: 'Confirm the payment' }).isDisabled(), true);
+    outage.up();
+    await retry.click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    assertCleanConsole(record);
+  });
+
+  test('a new Stripe payment Stripe does not open: reads back off, then Try again shows the Payment Element', async () => {
+    // No hosted step beforehand: the page's own first read is the one that opens the PaymentIntent.
+    const checkout = await createCheckout(server, apiKey);
+    const { page, record } = await browser.newPage();
+    await routeStripe(page, fake);
+    const outage = stripeDown('POST', createIntentPath);
+    await page.goto(checkout.checkout_url);
+    // Reads at 0, 1.5, 4.5 and 10.5 s; the page used to read every 1.5 s (8 reads in 11 s), for ever.
+    await page.waitForTimeout(11_000);
+    const early = requestsTo(record, checkoutReads).length;
+    assert.ok(early >= 3 && early <= 4, `the page read the checkout ${early} times in 11 s`);
+    await assertProviderMessage(page);
+    assert.equal(await page.locator('#pay-button').isDisabled(), true, 'nothing to pay with yet');
+    await screenshot(page, 'checkout-provider-down-07-preparing');
+    const retry = page.getByRole('button', { name: 'Try again' });
+    await retry.waitFor({ timeout: 30_000 });
+    const tries = requestsTo(record, checkoutReads).length;
+    assert.equal(tries, 5, 'five reads in all, then the page stops');
+    assert.match((await page.locator('#waiting-message').textContent()) ?? '', /still not answering/);
+    await page.waitForTimeout(6000);
+    assert.equal(requestsTo(record, checkoutReads).length, tries, 'no more reads by itself');
+    await assertAccessible(page, 'checkout-provider-down-preparing-try-again');
+    outage.stop();
+    await retry.click();
+    await page.getByLabel('Test card').waitFor();
+    await page.getByRole('button', { name: /^Pay / }).click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    assertCleanConsole(record);
   });
 });

@@ -314,6 +314,10 @@ async function load(message) {
   renderSession(data);
   setBusy(false);
   formError(message || null);
+  const provider = data.provider || {};
+  if (provider.name === 'stripe' && !provider.client_secret && !stripeForm)
+    return awaitPaymentForm(response, message);
+  unprepared = 0;
 }
 
 /** Asks for the outcome every POLL_MS while the bank decides, showing the pending screen meanwhile. */
@@ -364,6 +368,8 @@ async function pay(event) {
   if (busy) return;
   formError(null);
   if (stripeForm) return payWithStripe();
+  // A Stripe checkout whose Payment Element is not there yet (a cancel that failed enabled Pay again).
+  if ($('card-fields').hidden) return load();
   if (!validateAll(CHECKS)) return;
   const expiry = parseExpiry($('card_expiry').value);
   setBusy(true, 'Processing…');
@@ -422,12 +428,8 @@ async function stripeJs() {
 
 async function mountStripe(provider) {
   if (stripeForm && stripeForm.clientSecret === provider.client_secret) return;
-  if (!provider.client_secret) {
-    // The payment is still being prepared with Stripe: read the checkout again in a moment.
-    formError('Preparing the payment form…');
-    await sleep(POLL_MS);
-    return load();
-  }
+  // Without a client secret the payment is not open at Stripe yet: load() reads again (awaitPaymentForm).
+  if (!provider.client_secret) return;
   const StripeJs = await stripeJs();
   if (!StripeJs)
     return formError('The payment form could not be loaded. Check your connection and reload the page.');
@@ -436,6 +438,38 @@ async function mountStripe(provider) {
   elements.create('payment').mount('#stripe-element');
   stripeForm = { stripe, elements, clientSecret: provider.client_secret, mode: provider.mode || 'payment' };
   formError(null);
+}
+
+// A Stripe checkout's payment is opened at Stripe by the page's first read (provider-form.ts). When Stripe
+// does not answer, the read still answers 200, only without the client secret, and the page reads again.
+// Stripe may stay silent for minutes, so the reads back off (1.5 s doubling, or the server's Retry-After
+// when longer), the customer is told from the second such read on that the provider is not answering, and
+// after PREPARE_TRIES reads the page stops and offers "Try again": no open page keeps asking for ever.
+
+const PREPARE_TRIES = 5;
+let unprepared = 0;
+/** The one pending read: a load() from elsewhere (a failed cancel) replaces it rather than adding a second. */
+let prepareTimer = null;
+
+function awaitPaymentForm(response, message) {
+  unprepared += 1;
+  if (unprepared >= PREPARE_TRIES) {
+    unprepared = 0;
+    return showWaiting(
+      'It is still not answering, so the payment form cannot be shown yet. Try again in a moment.',
+      () => load(message),
+    );
+  }
+  // Nothing to pay with until the Payment Element is there; Cancel stays usable.
+  $('pay-button').disabled = true;
+  formError(unprepared === 1 ? 'Preparing the payment form…' : PROVIDER_WAITING);
+  const backoff = Math.min(POLL_MS * 2 ** (unprepared - 1), 30_000);
+  const delay = response.retryAfter ? Math.max(backoff, retryDelay(response)) : backoff;
+  // A cancel started meanwhile decides what the page shows next, not this read.
+  clearTimeout(prepareTimer);
+  prepareTimer = setTimeout(() => {
+    if (!busy) load(message);
+  }, delay);
 }
 
 async function payWithStripe() {
@@ -461,27 +495,54 @@ async function payWithStripe() {
 // ---- 3-D Secure (the simulator's step): the bank asks the customer to confirm; its answer decides the attempt.
 
 let challenge = null;
+/** The answer still unconfirmed after PROVIDER_TRIES sends: "Try again" sends it once more. */
+let unsentAnswer = null;
 
 function showChallenge(action) {
   challenge = action;
+  unsentAnswer = null;
   setBusy(false);
+  challengeButtons(false);
   $('challenge-error').hidden = true;
+  $('challenge-retry').hidden = true;
   showScreen('challenge');
   $('challenge-title').focus();
+}
+
+function challengeButtons(disabled) {
+  $('challenge-approve').disabled = disabled;
+  $('challenge-fail').disabled = disabled;
+}
+
+function challengeError(message) {
+  text('challenge-error', message).hidden = false;
 }
 
 async function answerChallenge(answer) {
   if (!challenge || busy) return;
   busy = true;
-  $('challenge-approve').disabled = true;
-  $('challenge-fail').disabled = true;
-  const response = await api('POST', challenge.url, { answer });
+  challengeButtons(true);
+  $('challenge-retry').hidden = true;
+  // A 503 here comes after the simulator took the answer, when the payment is read back; sending the same
+  // answer again is safe (a challenge keeps its first answer), so the page does it by itself, the buttons
+  // disabled meanwhile so the customer cannot send a second, different answer.
+  const response = await untilProviderAnswers(
+    () => api('POST', challenge.url, { answer }),
+    () =>
+      challengeError("The payment provider is not answering. We'll send your answer again in a few seconds…"),
+  );
   busy = false;
-  $('challenge-approve').disabled = false;
-  $('challenge-fail').disabled = false;
+  if (response.status === 503) {
+    // The answer may already be taken: "Try again" sends the same one, and the two choices stay disabled.
+    unsentAnswer = answer;
+    challengeError('The payment provider is still not answering. Try again in a moment.');
+    $('challenge-retry').hidden = false;
+    $('challenge-retry').focus();
+    return;
+  }
+  challengeButtons(false);
   if (response.status !== 200) {
-    text('challenge-error', 'Your answer could not be sent. Check your connection and try again.').hidden =
-      false;
+    challengeError('Your answer could not be sent. Check your connection and try again.');
     return;
   }
   challenge = null;
@@ -494,6 +555,9 @@ async function answerChallenge(answer) {
 
 $('challenge-approve').addEventListener('click', () => answerChallenge('approve'));
 $('challenge-fail').addEventListener('click', () => answerChallenge('fail'));
+$('challenge-retry').addEventListener('click', () => {
+  if (unsentAnswer) answerChallenge(unsentAnswer);
+});
 
 /** No answer came back from the payment service: ask for the status a few times before offering the form. */
 async function confirmUnknown() {
