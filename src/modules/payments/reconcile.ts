@@ -20,7 +20,7 @@ import { type KnownOutcome, outcomeOfAttempt, type ProviderPaymentState } from '
 import * as checkouts from '../checkout/store.ts';
 import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
 import { CANCEL_KIND } from './cancel.ts';
-import { expirePayment } from './sync.ts';
+import { expirePayment, readProviderPayment } from './sync.ts';
 import { type PaymentStatus, wasPaid } from './table.ts';
 import { applyProviderState } from './transitions.ts';
 
@@ -120,16 +120,14 @@ const paymentOpen: OperationHandler = {
   },
 };
 
-/** The provider payment of the operation's payment: by its id once known, else by our reference. */
+/** The provider payment of the operation's payment, read as any sync reads it (readProviderPayment). */
 async function currentPayment(ctx: AppContext, operation: OperationRow) {
   const payment = await ctx.db
     .selectFrom('payments')
-    .select('provider_payment_id')
+    .select(['public_id', 'provider', 'provider_payment_id'])
     .where('id', '=', operation.subject_id)
     .executeTakeFirstOrThrow();
-  return payment.provider_payment_id === null
-    ? findPayment(ctx, operation)
-    : ctx.providers.named(operation.provider).getPayment(payment.provider_payment_id);
+  return readProviderPayment(ctx, payment);
 }
 
 /** A stop that found the payment charged: it could not be canceled, and the payment is paid. */

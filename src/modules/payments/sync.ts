@@ -20,15 +20,19 @@ const BATCH = 100;
 /** What re-reading a payment needs: its id, its provider, and the provider's id or else our reference. */
 export type SyncTarget = Pick<PaymentRow, 'id' | 'public_id' | 'provider' | 'provider_payment_id'>;
 
-/** Re-reads one payment from the provider and applies it; true when something visible changed. */
-export async function syncPayment(ctx: AppContext, payment: SyncTarget): Promise<boolean> {
+/** The provider payment of a Kassa payment: by the provider's id once known, else by our reference. */
+export function readProviderPayment(ctx: AppContext, payment: Omit<SyncTarget, 'id'>) {
   const provider = ctx.providers.named(payment.provider);
   // Without a provider id the first answer was never recorded (the reconciler's case, or a customer
   // asking for the status meanwhile); the reference finds it.
-  const state =
-    payment.provider_payment_id === null
-      ? await provider.findPayment(payment.public_id)
-      : await provider.getPayment(payment.provider_payment_id);
+  return payment.provider_payment_id === null
+    ? provider.findPayment(payment.public_id)
+    : provider.getPayment(payment.provider_payment_id);
+}
+
+/** Re-reads one payment from the provider and applies it; true when something visible changed. */
+export async function syncPayment(ctx: AppContext, payment: SyncTarget): Promise<boolean> {
+  const state = await readProviderPayment(ctx, payment);
   if (state === null) return false;
   const result = await ctx.db
     .transaction()
