@@ -67,6 +67,12 @@ async function waitForQuiet(handle: DbHandle, timeoutMs: number): Promise<boolea
       )) +
       (await count(
         handle.db
+          .selectFrom('webhook_leases')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirst(),
+      )) +
+      (await count(
+        handle.db
           .selectFrom('webhook_deliveries')
           .select((eb) => eb.fn.countAll().as('n'))
           .where('status', '=', 'pending')

@@ -101,6 +101,7 @@ async function outboxQuiet(webhooks: WebhookBench, timeoutMs = 60_000): Promise<
   while (Date.now() < deadline) {
     const row = await sql<{ n: number | string }>`
       select (select count(*) from events where dispatched_at is null)
+           + (select count(*) from webhook_leases)
            + (select count(*) from webhook_deliveries where status = 'pending')
            + (select count(*) from refunds where status in ('pending', 'processing'))
            + (select count(*) from payments where deposit_status = 'pending') as n`.execute(webhooks.db);

@@ -9,6 +9,7 @@
 //                           EVENTS, default 15000; FLUSH, default 131)
 // It works in a schema of its own, dropped at the end.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { type Kysely, sql } from 'kysely';
 import { loadConfig } from '../src/config.ts';
 import { openAndMigrate } from '../src/db/connection.ts';
@@ -23,23 +24,57 @@ const events = Number(process.env.EVENTS ?? 15_000);
 const flushSize = Number(process.env.FLUSH ?? 131);
 const schema = `kassa_worker_statements_${process.pid}`;
 
-const config = loadConfig({ ...process.env, DATABASE_URL: url, KASSA_DB_SCHEMA: schema });
+// The connections are named, so that their backends' CPU can be read (backendCpuSeconds).
+const applicationName = `kassa_worker_statements_${process.pid}`;
+const named = new URL(url);
+named.searchParams.set('application_name', applicationName);
+const config = loadConfig({ ...process.env, DATABASE_URL: named.href, KASSA_DB_SCHEMA: schema });
 const handle = await openAndMigrate(config.database);
 const db = handle.db;
 
-/** PostgreSQL's execution time per row of the worker's statements, if pg_stat_statements is there. */
-async function statementStats(db: Kysely<Database>, extension: string): Promise<string[] | null> {
+/** PostgreSQL's execution time, WAL and buffer reads per delivery of the worker's two statements (pg_stat_statements). */
+async function statementStats(
+  db: Kysely<Database>,
+  extension: string,
+  deliveries: number,
+): Promise<string[] | null> {
   try {
-    const { rows } = await sql<{ calls: number; rows: number; total: number; query: string }>`
-      select calls::int, rows::int, total_exec_time as total, query from ${sql.id(extension, 'pg_stat_statements')}
-      where query like ${`%update "events" set "locked_by"%`} or query like ${'with "outcome"%'}`.execute(db);
+    const { rows } = await sql<{ kind: string; calls: number; total: number; wal: number; blocks: number }>`
+      select case when query like 'with "outcome"%' then 'flush' else 'claim' end as kind, sum(calls)::int as calls,
+        sum(total_exec_time)::float8 as total, sum(wal_bytes)::float8 as wal,
+        sum(shared_blks_hit + shared_blks_read)::float8 as blocks
+      from ${sql.id(extension, 'pg_stat_statements')}
+      where query like ${'with "leased"%'} or query like ${'with "outcome"%'}
+      group by 1 order by 1`.execute(db);
+    // Per delivery, not per row returned: a flush returns its attempts' rows, a claim its events'.
     return rows.map(
       (row) =>
-        `${row.query.startsWith('with') ? 'flush' : 'claim'}: ${((row.total * 1000) / row.rows).toFixed(1)} µs of PostgreSQL per delivery (${row.calls} statements)`,
+        `${row.kind}: ${((row.total * 1000) / deliveries).toFixed(1)} µs of PostgreSQL per delivery, ${(row.wal / deliveries).toFixed(0)} bytes of WAL, ${(row.blocks / deliveries).toFixed(1)} buffer reads (${row.calls} statements)`,
     );
   } catch {
     return null;
   }
+}
+
+/**
+ * The CPU seconds (user + system, from /proc) of this script's PostgreSQL backends: unlike the execution
+ * time pg_stat_statements keeps, which is wall time, it does not grow while other work on the machine
+ * keeps a backend waiting for a CPU. Null where /proc cannot be read (PostgreSQL on another host).
+ */
+async function backendCpuSeconds(db: Kysely<Database>): Promise<Map<number, number> | null> {
+  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity
+    where application_name = ${applicationName}`.execute(db);
+  const seconds = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      seconds.set(pid, (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      return null;
+    }
+  }
+  return seconds;
 }
 
 try {
@@ -74,6 +109,7 @@ try {
       () => false,
     ));
 
+  const cpuBefore = await backendCpuSeconds(db);
   let claimMs = 0;
   let flushMs = 0;
   let delivered = 0;
@@ -115,10 +151,18 @@ try {
     }
   }
   if (pending.length > 0) await flush();
+  const cpuAfter = await backendCpuSeconds(db);
   console.log(
     `${delivered} deliveries: claim ${((claimMs * 1000) / delivered).toFixed(1)} µs, flush ${((flushMs * 1000) / delivered).toFixed(1)} µs per delivery (round trips)`,
   );
-  const lines = stats && extension ? await statementStats(db, extension) : null;
+  if (cpuBefore && cpuAfter) {
+    let seconds = 0;
+    for (const [pid, after] of cpuAfter) seconds += after - (cpuBefore.get(pid) ?? 0);
+    console.log(
+      `PostgreSQL backends: ${((seconds * 1e6) / delivered).toFixed(1)} µs of CPU per delivery, claim and flush (${cpuAfter.size} connections)`,
+    );
+  }
+  const lines = stats && extension ? await statementStats(db, extension, delivered) : null;
   console.log(lines ? lines.join('\n') : 'pg_stat_statements is not loaded: no execution times');
 } finally {
   await sql`drop schema ${sql.id(schema)} cascade`.execute(db);

@@ -72,8 +72,8 @@ describe('one commit, one claim (PostgreSQL)', {
       recording = false;
       const kinds = sent.map((text) => {
         if (text.startsWith('insert into "events"')) return 'event';
-        if (text.startsWith('update "events" set "locked_by"')) return 'claim';
-        if (text.startsWith('select "next_attempt_at" from "webhook_deliveries"')) return 'due read';
+        if (text.startsWith('with "leased" as (update "events"')) return 'claim';
+        if (text.startsWith('select (select "next_attempt_at" from "webhook_deliveries"')) return 'due read';
         if (text.startsWith('with "outcome" as')) return 'flush';
         return text;
       });

@@ -185,14 +185,20 @@ test('a send the service died in is sent again once its lease lapses, under the 
   const lapsed = (request: { text: string }) => request.text.includes('"lapsed"');
   await receiver.waitFor(1, 20_000, lapsed);
   await kill(child);
-  // Leased, not dispatched, and no delivery row yet: the row is written after the send.
-  const leased = await ctx.db
+  // Dispatched by its claim, named by the claim's lease, and no delivery row yet: the row is written
+  // after the send.
+  const event = await ctx.db
     .selectFrom('events')
-    .select(['dispatched_at', 'locked_until'])
+    .select('dispatched_at')
     .where('id', '=', eventId)
     .executeTakeFirstOrThrow();
-  assert.equal(leased.dispatched_at, null);
-  assert.ok(leased.locked_until !== null && Date.parse(leased.locked_until) > Date.now());
+  assert.ok(event.dispatched_at !== null);
+  const leases = (
+    await ctx.db.selectFrom('webhook_leases').select(['event_ids', 'locked_until']).execute()
+  ).filter((lease) => (JSON.parse(lease.event_ids) as number[]).includes(eventId));
+  assert.equal(leases.length, 1);
+  assert.deepEqual(JSON.parse(leases[0].event_ids), [eventId]);
+  assert.ok(Date.parse(leases[0].locked_until) > Date.now());
   const rowsBefore = await ctx.db
     .selectFrom('webhook_deliveries')
     .select('id')
@@ -210,14 +216,12 @@ test('a send the service died in is sent again once its lease lapses, under the 
     assert.equal(header(again[1], name), header(again[0], name), `${name} is the same at both sends`);
   assert.match(header(again[1], 'webhook-id'), UUID);
   assert.ok(await verify(secret, again[1].text, header(again[1], 'x-webhook-signature')));
-  await waitUntil(async () => {
-    const event = await ctx.db
-      .selectFrom('events')
-      .select('dispatched_at')
-      .where('id', '=', eventId)
-      .executeTakeFirstOrThrow();
-    return event.dispatched_at !== null;
-  });
+  // Written, and the lease of the claim that sent it again released with it; the lapsed one is gone.
+  await waitUntil(async () =>
+    (await ctx.db.selectFrom('webhook_leases').select('event_ids').execute()).every(
+      (lease) => !(JSON.parse(lease.event_ids) as number[]).includes(eventId),
+    ),
+  );
   const rows = await ctx.db
     .selectFrom('webhook_deliveries')
     .select(['id', 'delivery_id', 'status', 'attempt_count', 'delivered_at'])

@@ -26,6 +26,7 @@ import { webhookPreviousSecret } from './022-webhook-previous-secret.ts';
 import { renewalProviderErrors } from './023-renewal-provider-errors.ts';
 import { webhookLogReferences } from './024-webhook-log-references.ts';
 import { webhookEventReference } from './025-webhook-event-reference.ts';
+import { webhookClaimLeases } from './026-webhook-claim-leases.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -54,5 +55,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '023_renewal_provider_errors': renewalProviderErrors(),
     '024_webhook_log_references': webhookLogReferences(kind),
     '025_webhook_event_reference': webhookEventReference(kind),
+    '026_webhook_claim_leases': webhookClaimLeases(kind),
   };
 }

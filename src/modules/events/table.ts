@@ -12,7 +12,10 @@ export interface EventsTable {
   payload: string;
   created_at: string;
   dispatched_at: string | null;
-  /** The worker sending the event's first delivery, and until when (its delivery row is written after the send). */
+  /**
+   * A lease as a worker before migration 026 took it (the worker sending the event's first delivery, and
+   * until when); a claim now writes a `webhook_leases` row instead, and dispatches the event at once.
+   */
   locked_by: string | null;
   locked_until: string | null;
 }

@@ -64,7 +64,9 @@ async function pruneEvents(db: Executor, cutoff: string): Promise<number> {
       .selectFrom('events')
       .select('id')
       .where('created_at', '<', cutoff)
-      .where('dispatched_at', 'is not', null)
+      // Dispatched before the cutoff too: a claim dispatches its events before their deliveries are
+      // written (webhook_leases), and an event older than the cutoff may have been claimed just now.
+      .where('dispatched_at', '<', cutoff)
       .where(noDeliveryRefersToEvent)
       .orderBy('created_at')
       .limit(BATCH);

@@ -59,8 +59,9 @@ const FIRST_DELIVERY_COLUMNS = {
 } as const;
 
 /**
- * Writes a batch of outcomes: on PostgreSQL in one statement (flushOutcomes), on SQLite in one
- * transaction. Each batch statement takes its rows as one JSON parameter (json-rows.ts): the same SQL
+ * Writes a batch of outcomes, and deletes the `webhook_leases` rows of `leases` (claims whose first
+ * deliveries are all in this batch or written before it): on PostgreSQL in one statement
+ * (flushOutcomes), on SQLite in one transaction. Each batch statement takes its rows as one JSON parameter (json-rows.ts): the same SQL
  * for every batch size. The events' first deliveries go in by a plain insert: should another worker
  * have written one of them first (a lease that lapsed mid-send, the event sent twice), the unique index
  * refuses it, nothing of the batch is written, and the batch is written again, in a transaction, with
@@ -73,15 +74,16 @@ export async function recordAttempts(
   workerId: string,
   records: AttemptRecord[],
   now: string,
+  leases: number[] = [],
 ) {
   try {
     if (isPostgres(db)) {
       const statement = records.some((record) => record.deliveryRowId !== null) ? 'retries' : 'firsts';
-      await flushOutcomes[statement].all(db, workerId, now, outcomeRows(records));
-    } else await writeOutcomes(db, workerId, records, now, false);
+      await flushOutcomes[statement].all(db, workerId, now, outcomeRows(records), JSON.stringify(leases));
+    } else await writeOutcomes(db, workerId, records, now, leases, false);
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
-    await writeOutcomes(db, workerId, records, now, true);
+    await writeOutcomes(db, workerId, records, now, leases, true);
   }
 }
 
@@ -132,19 +134,18 @@ type OutcomeRow = { [Column in keyof typeof OUTCOME_COLUMNS]: string | number | 
  * - `first_delivery`: the events' first deliveries inserted, in event order (as the transaction of
  *   writeOutcomes inserts them: two flushes that hold the same events take the unique index's entries
  *   in the same order);
- * - `dispatched`: their events marked dispatched, by the ids the insert returns, so that no event row
- *   is locked before its delivery's entry is taken (the order of writeOutcomes again, without which two
- *   flushes of one event could each wait for the other);
+ * - `released`: the claims' leases deleted whose deliveries are all written by now (their events were
+ *   marked dispatched by the claim itself: dispatchEvents);
  * - `retried`: the later attempts' rows updated, each by one record at most (rowOutcomes), and only
  *   while this worker holds their lease. Only in the statement for batches that have such attempts: a
  *   batch of first deliveries alone (a backlog's, most batches) goes by a statement without it;
  * - the attempts inserted, in the batch's order, on the rows just inserted or updated.
  * Both updates find their rows by primary key (byIndex), never by a join the planner may make a scan.
  * No row is written by two parts (PostgreSQL would apply only one of them, silently): the insert
- * writes new rows, `retried` rows that exist, `dispatched` events, and the attempts are another table.
+ * writes new rows, `retried` rows that exist, `released` leases, and the attempts are another table.
  */
 const flushStatement = (retries: boolean) =>
-  prepareQuery(3, (db, workerId: string, now: string, outcomes: string) => {
+  prepareQuery(4, (db, workerId: string, now: string, outcomes: string, leases: string) => {
     const delivered = sql<boolean>`outcome.status = 'delivered'`;
     const lastError = sql<string | null>`case when ${delivered} then null else outcome.error end`;
     const firsts = db
@@ -177,11 +178,14 @@ const flushStatement = (retries: boolean) =>
           )
           .returning(['id', 'event_id']),
       )
-      .with('dispatched', (qc) =>
+      .with('released', (qc) =>
         qc
-          .updateTable('events')
-          .set({ dispatched_at: now, locked_by: null, locked_until: null })
-          .where('id', '=', byIndex(qc.selectFrom('first_delivery').select('first_delivery.event_id'))),
+          .deleteFrom('webhook_leases')
+          .where(
+            'id',
+            '=',
+            byIndex(sql`select value::bigint from json_array_elements_text(${leases}::json)`),
+          ),
       );
     // A batch of first deliveries only (a backlog's, most batches) has no `retried` to plan or run.
     const written = !retries
@@ -293,10 +297,13 @@ async function writeOutcomes(
   workerId: string,
   records: AttemptRecord[],
   now: string,
+  leases: number[],
   conflicts: boolean,
 ) {
   await db.transaction().execute(async (trx) => {
     const rowIds = await insertFirstDeliveries(trx, records, now, conflicts);
+    if (leases.length > 0)
+      await trx.deleteFrom('webhook_leases').where('id', 'in', jsonIds(trx, leases)).execute();
     await trx
       .insertInto('webhook_attempts')
       .columns(Object.keys(ATTEMPT_COLUMNS) as (keyof typeof ATTEMPT_COLUMNS)[])
@@ -367,8 +374,8 @@ async function writeOutcomes(
 }
 
 /**
- * Inserts the first deliveries of a batch in their final state and marks their events dispatched;
- * returns each event's delivery row id. With `conflicts`, an event whose lease lapsed mid-send and
+ * Inserts the first deliveries of a batch in their final state (their events were marked dispatched by
+ * their claim); returns each event's delivery row id. With `conflicts`, an event whose lease lapsed mid-send and
  * that another worker sent again and wrote first keeps that row, and this attempt is logged on it;
  * without, such a row makes the insert fail (recordAttempts then writes the batch again with it).
  */
@@ -431,10 +438,5 @@ async function insertFirstDeliveries(
       .execute();
     for (const row of existing) rowIds.set(row.event_id, row.id);
   }
-  await trx
-    .updateTable('events')
-    .set({ dispatched_at: now, locked_by: null, locked_until: null })
-    .where('id', 'in', jsonIds(trx, eventIds))
-    .execute();
   return rowIds;
 }

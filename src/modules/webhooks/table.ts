@@ -71,6 +71,20 @@ export interface WebhookReceivedTable {
   signature_valid: number | null;
 }
 
+/**
+ * One claim of outbox events (src/modules/webhooks/worker-store.ts): the claim marks its events
+ * dispatched and writes this row; the flush that writes their first deliveries deletes it. While it
+ * exists, its events with no first delivery yet are in flight, and once `locked_until` has passed they
+ * are made undispatched again (recoverLapsedLeases).
+ */
+export interface WebhookLeasesTable {
+  id: Generated<number>;
+  worker_id: string;
+  locked_until: string;
+  /** The leased events that have an endpoint to send to, as a JSON array of ids. */
+  event_ids: string;
+}
+
 export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
@@ -81,4 +95,5 @@ export interface WebhookTables {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
   webhook_received: WebhookReceivedTable;
+  webhook_leases: WebhookLeasesTable;
 }

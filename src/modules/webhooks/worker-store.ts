@@ -3,8 +3,10 @@
 import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Database, Executor } from '../../db/database.ts';
+import { jsonIds } from '../../db/json-rows.ts';
 import { prepareQuery } from '../../db/prepared.ts';
 import type { Environment } from '../api-keys/table.ts';
+import type { EventRow } from '../events/table.ts';
 
 /**
  * A delivery this worker holds the lease of, with everything needed to send it. An event's first
@@ -22,6 +24,11 @@ export interface ClaimedDelivery {
   /** The previous secret while the overlap its rotation asked for lasts (at the claim); else null. */
   previousSecretEncrypted: string | null;
   first: FirstDelivery | null;
+  /**
+   * The `webhook_leases` row of the claim that took an event's first delivery (null for a retry, whose
+   * lease is on its delivery row): the flush that writes the last of the claim's deliveries deletes it.
+   */
+  leaseId: number | null;
 }
 
 /** What an event's first delivery row is made of, besides its outcome. */
@@ -166,24 +173,50 @@ const workProbe = prepareQuery(1, (db, now: string) =>
       .select('claimable.id')
       .as('event_id'),
     unleasedPending(db, now).select('next_attempt_at').limit(1).as('next_attempt_at'),
+    lapsedLeases(db, now).select('id').limit(1).as('lapsed_lease'),
   ]),
 );
+
+/**
+ * claimDueDeliveries' read: when the earliest unleased pending delivery falls due, and whether a
+ * claim's lease has lapsed. One prepared statement.
+ */
+const dueRead = prepareQuery(1, (db, now: string) =>
+  db.selectNoFrom(() => [
+    unleasedPending(db, now).select('next_attempt_at').limit(1).as('next_attempt_at'),
+    lapsedLeases(db, now).select('id').limit(1).as('lapsed_lease'),
+  ]),
+);
+
+/** Claims' leases that ended at `now` (recoverLapsedLeases), earliest first. */
+function lapsedLeases(db: Executor, now: string) {
+  return db.selectFrom('webhook_leases').where('locked_until', '<=', now).orderBy('locked_until');
+}
 
 export interface WorkProbe {
   /** Some outbox event waits for a claim. */
   events: boolean;
   /** When the earliest unleased pending delivery falls due (null: there is none). */
   nextDueAt: string | null;
+  /** A claim's lease lapsed: recoverLapsedLeases has events to make claimable again. */
+  lapsed: boolean;
 }
 
 export async function probeWork(db: Executor, now: string): Promise<WorkProbe> {
   const row = await workProbe.first(db, now);
-  return { events: row?.event_id != null, nextDueAt: row?.next_attempt_at ?? null };
+  return {
+    events: row?.event_id != null,
+    nextDueAt: row?.next_attempt_at ?? null,
+    lapsed: row?.lapsed_lease != null,
+  };
 }
 
 /**
- * The claim's one statement, prepared (named on PostgreSQL): a statement of three window reads and two
- * subqueries, parsed and planned at every round it was, and built by Kysely at every round.
+ * The claim's one statement on PostgreSQL, prepared (named): a statement of three window reads and two
+ * subqueries, parsed and planned at every round it was, and built by Kysely at every round. It marks the
+ * events it takes dispatched (`leased`), reads each one's endpoint in its RETURNING, and writes the
+ * claim's one `webhook_leases` row naming those that have an endpoint (`lease`, none when none has):
+ * one write of each event, where a lease in the event's own columns made two (migration 026).
  */
 const leaseEvents = prepareQuery(
   7,
@@ -196,55 +229,100 @@ const leaseEvents = prepareQuery(
     first: number,
     second: number,
     from: number,
-  ) => {
-    const endpointColumn = <C extends 'endpoint_url' | 'secret_encrypted'>(
-      eb: ExpressionBuilder<Database, 'events'>,
-      column: C,
-    ) =>
-      eb
-        .selectFrom('webhook_endpoints as w')
-        .select(`w.${column}` as `w.${C}`)
-        .whereRef('w.organization_id', '=', 'events.organization_id')
-        .as(column);
-    // The previous secret only while its overlap lasts at the claim: one subquery, not two.
-    const previousSecret = (eb: ExpressionBuilder<Database, 'events'>) =>
-      eb
-        .selectFrom('webhook_endpoints as w')
-        .select(
-          sql<
-            string | null
-          >`case when w.previous_secret_expires_at > ${now} then w.previous_secret_encrypted end`.as(
-            'previous_secret_encrypted',
-          ),
-        )
-        .whereRef('w.organization_id', '=', 'events.organization_id')
-        .as('previous_secret_encrypted');
-    return db
-      .updateTable('events')
-      .set({ locked_by: workerId, locked_until: until })
-      .where('id', 'in', claimableEventIds(db, now, limit, true, { first, second }, from))
-      .where(committedLazily(db))
-      .returning((eb) => [
-        'id',
-        'organization_id',
-        'environment',
-        'type',
-        'subject',
-        'payload',
-        'created_at',
-        endpointColumn(eb, 'endpoint_url'),
-        endpointColumn(eb, 'secret_encrypted'),
-        previousSecret(eb),
-      ]);
-  },
+  ) =>
+    db
+      .with('leased', () => dispatchClaimable(db, now, limit, first, second, from))
+      .with('lease', (qc) =>
+        qc
+          .insertInto('webhook_leases')
+          .columns(['worker_id', 'locked_until', 'event_ids'])
+          .expression((eb) =>
+            eb
+              .selectFrom('leased')
+              .select([
+                sql<string>`${workerId}`.as('worker_id'),
+                sql<string>`${until}`.as('locked_until'),
+                sql<string>`json_agg(leased.id order by leased.id)::text`.as('event_ids'),
+              ])
+              .where('leased.endpoint_url', 'is not', null)
+              .where('leased.secret_encrypted', 'is not', null)
+              .having(sql<boolean>`count(*) > 0`),
+          )
+          .returning('id'),
+      )
+      .selectFrom('leased')
+      .selectAll('leased')
+      .select((eb) => eb.selectFrom('lease').select('lease.id').as('lease_id')),
+);
+
+/** The claim's update on SQLite, which has no data-modifying WITH: dispatchEvents writes the lease. */
+const dispatchOnSqlite = prepareQuery(
+  5,
+  (db, now: string, limit: number, first: number, second: number, from: number) =>
+    dispatchClaimable(db, now, limit, first, second, from),
 );
 
 /**
- * Leases up to `limit` outbox events to this worker, so that their first deliveries are sent at once;
- * the delivery rows are written after the sends, with their outcomes (recordAttempts). Events of
- * organizations without an endpoint are marked dispatched with no delivery: webhooks start with the
- * events after the endpoint is set. `deliveryId` names each event's first delivery, the same at every
- * claim of the event (a lease that lapsed mid-send is sent again under the same webhook id).
+ * `update events set dispatched_at = now` of up to `limit` claimable events (claimableEventIds, locked
+ * as read on PostgreSQL), returning each event with its organization's endpoint as it is now.
+ */
+function dispatchClaimable(
+  db: Executor,
+  now: string,
+  limit: number,
+  first: number,
+  second: number,
+  from: number,
+) {
+  const endpointColumn = <C extends 'endpoint_url' | 'secret_encrypted'>(
+    eb: ExpressionBuilder<Database, 'events'>,
+    column: C,
+  ) =>
+    eb
+      .selectFrom('webhook_endpoints as w')
+      .select(`w.${column}` as `w.${C}`)
+      .whereRef('w.organization_id', '=', 'events.organization_id')
+      .as(column);
+  // The previous secret only while its overlap lasts at the claim: one subquery, not two.
+  const previousSecret = (eb: ExpressionBuilder<Database, 'events'>) =>
+    eb
+      .selectFrom('webhook_endpoints as w')
+      .select(
+        sql<
+          string | null
+        >`case when w.previous_secret_expires_at > ${now} then w.previous_secret_encrypted end`.as(
+          'previous_secret_encrypted',
+        ),
+      )
+      .whereRef('w.organization_id', '=', 'events.organization_id')
+      .as('previous_secret_encrypted');
+  return db
+    .updateTable('events')
+    .set({ dispatched_at: now })
+    .where('id', 'in', claimableEventIds(db, now, limit, true, { first, second }, from))
+    .where(committedLazily(db))
+    .returning((eb) => [
+      'id',
+      'organization_id',
+      'environment',
+      'type',
+      'subject',
+      'payload',
+      'created_at',
+      endpointColumn(eb, 'endpoint_url'),
+      endpointColumn(eb, 'secret_encrypted'),
+      previousSecret(eb),
+    ]);
+}
+
+/**
+ * Leases up to `limit` outbox events to this worker, so that their first deliveries are sent at once:
+ * the events are marked dispatched, and one `webhook_leases` row names those that have an endpoint; the
+ * delivery rows are written after the sends, with their outcomes, and the lease row deleted with the
+ * last of them (recordAttempts). Events of organizations without an endpoint are dispatched with no
+ * delivery: webhooks start with the events after the endpoint is set. `deliveryId` names each event's
+ * first delivery, the same at every claim of the event (a lease that lapsed mid-send is sent again under
+ * the same webhook id).
  */
 export async function dispatchEvents(
   db: Kysely<Database>,
@@ -253,12 +331,12 @@ export async function dispatchEvents(
   deliveryId: (event: { id: number; created_at: string }) => string,
   from = 0,
 ) {
-  // Leased in one statement, with each event's endpoint read in it (other dispatchers skip the rows
-  // it locks): no transaction, one round trip. An event whose organization has no endpoint is then
-  // marked dispatched; should the process die first, its lease lapses and the next claim marks it.
   const windows = claimWindows(limit);
-  const events = (
-    await leaseEvents.all(
+  let events: ClaimedEvent[];
+  let leaseId: number | null;
+  if (isPostgres(db)) {
+    // One statement, no transaction, one round trip; other claims skip the rows it locks.
+    events = await leaseEvents.all(
       db,
       lease.workerId,
       lease.until,
@@ -267,15 +345,31 @@ export async function dispatchEvents(
       windows.first,
       windows.second,
       from,
-    )
-  ).sort((a, b) => a.id - b.id);
+    );
+    leaseId = events.find((event) => event.lease_id !== null)?.lease_id ?? null;
+  } else {
+    // SQLite: the update and the lease's insert in one transaction (a claim must never dispatch events
+    // that no lease names: nothing would send them, or find them again).
+    ({ events, leaseId } = await db.transaction().execute(async (trx) => {
+      const rows = await dispatchOnSqlite.all(trx, lease.now, limit, windows.first, windows.second, from);
+      const ids = rows.filter(hasEndpoint).map((row) => row.id);
+      if (ids.length === 0) return { events: rows, leaseId: null };
+      const inserted = await trx
+        .insertInto('webhook_leases')
+        .values({
+          worker_id: lease.workerId,
+          locked_until: lease.until,
+          event_ids: JSON.stringify(ids.sort((a, b) => a - b)),
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return { events: rows, leaseId: inserted.id };
+    }));
+  }
+  events.sort((a, b) => a.id - b.id);
   const claimed: ClaimedDelivery[] = [];
-  const undeliverable: number[] = [];
   for (const event of events) {
-    if (event.endpoint_url === null || event.secret_encrypted === null) {
-      undeliverable.push(event.id);
-      continue;
-    }
+    if (!hasEndpoint(event)) continue;
     claimed.push({
       id: null,
       deliveryId: deliveryId(event),
@@ -291,16 +385,105 @@ export async function dispatchEvents(
         environment: event.environment,
         subject: event.subject,
       },
+      leaseId,
     });
   }
-  if (undeliverable.length > 0)
-    await db
-      .updateTable('events')
-      .set({ dispatched_at: lease.now, locked_by: null, locked_until: null })
-      .where('id', 'in', undeliverable)
-      .execute();
   return { events: events.length, claimed, lowest: events.length > 0 ? events[0].id : null };
 }
+
+/** A claimed event, with its organization's endpoint as the claim read it. */
+type ClaimedEvent = Pick<
+  EventRow,
+  'id' | 'organization_id' | 'environment' | 'type' | 'subject' | 'payload' | 'created_at'
+> & {
+  endpoint_url: string | null;
+  secret_encrypted: string | null;
+  previous_secret_encrypted: string | null;
+  lease_id?: number | null;
+};
+
+function hasEndpoint(
+  event: ClaimedEvent,
+): event is ClaimedEvent & { endpoint_url: string; secret_encrypted: string } {
+  return event.endpoint_url !== null && event.secret_encrypted !== null;
+}
+
+/**
+ * The leases of claims that lapsed (their worker died, stalled, or let some of their deliveries go
+ * unsent), at most `limit` of them, earliest first: each one's events that still have no first
+ * delivery are made undispatched again, so that the next claim takes them, and the lease is deleted.
+ * The events of a lease whose deliveries were written keep their dispatch. On PostgreSQL one statement,
+ * its leases locked as read (another worker recovering at the same moment skips them); on SQLite one
+ * transaction. Returns how many events were made claimable again.
+ *
+ * A worker that stalled past its lease and then writes its outcomes writes them all the same: an event
+ * it sent, made claimable again here, is sent again under the same webhook id (receivers deduplicate by
+ * it), and whichever flush comes second keeps the first's delivery row (recordAttempts).
+ */
+export async function recoverLapsedLeases(db: Kysely<Database>, now: string, limit = 64): Promise<number> {
+  if (isPostgres(db)) {
+    const row = await reopenLapsed.first(db, now, limit);
+    return Number(row?.reopened ?? 0);
+  }
+  return db.transaction().execute(async (trx) => {
+    const lapsed = await lapsedLeases(trx, now).select(['id', 'event_ids']).limit(limit).execute();
+    if (lapsed.length === 0) return 0;
+    const eventIds = lapsed.flatMap((lease) => JSON.parse(lease.event_ids) as number[]);
+    const reopened = await trx
+      .updateTable('events')
+      .set({ dispatched_at: null })
+      .where('id', 'in', jsonIds(trx, eventIds))
+      .where(noFirstDelivery)
+      .executeTakeFirst();
+    await trx
+      .deleteFrom('webhook_leases')
+      .where(
+        'id',
+        'in',
+        lapsed.map((lease) => lease.id),
+      )
+      .execute();
+    return Number(reopened.numUpdatedRows);
+  });
+}
+
+/** The event of the query has no first delivery row (a redelivery's does not count). */
+function noFirstDelivery(eb: ExpressionBuilder<Database, 'events'>) {
+  return eb.not(
+    eb.exists(
+      eb
+        .selectFrom('webhook_deliveries as d')
+        .select(sql.lit(1).as('one'))
+        .whereRef('d.event_id', '=', 'events.id')
+        .where('d.redelivery_of', 'is', null),
+    ),
+  );
+}
+
+/** recoverLapsedLeases on PostgreSQL: one statement, prepared. */
+const reopenLapsed = prepareQuery(2, (db, now: string, limit: number) =>
+  db
+    .with('lapsed', () =>
+      lapsedLeases(db, now).select(['id', 'event_ids']).limit(limit).forUpdate().skipLocked(),
+    )
+    .with('released', (qc) =>
+      qc.deleteFrom('webhook_leases').where('id', 'in', qc.selectFrom('lapsed').select('lapsed.id')),
+    )
+    .with('reopened', (qc) =>
+      qc
+        .updateTable('events')
+        .set({ dispatched_at: null })
+        .where(
+          'id',
+          '=',
+          sql<number>`any(array(select e.value::bigint from lapsed, json_array_elements_text(lapsed.event_ids::json) as e(value)))`,
+        )
+        .where(noFirstDelivery)
+        .returning('id'),
+    )
+    .selectFrom('reopened')
+    .select((eb) => eb.fn.countAll<number>().as('reopened')),
+);
 
 /**
  * Leases up to `limit` pending deliveries that are due and not leased (or whose lease expired). When none
@@ -311,13 +494,16 @@ export async function claimDueDeliveries(
   lease: Lease,
   limit: number,
   known = false,
-): Promise<{ claimed: ClaimedDelivery[]; nextDueAt: string | null }> {
-  // Unless probeWork just found one due, a read first (the earliest pending row); only when something
+): Promise<{ claimed: ClaimedDelivery[]; nextDueAt: string | null; lapsed: boolean }> {
+  // Unless probeWork just found one due, a read first (the earliest pending row, and whether a claim's
+  // lease lapsed: a busy worker does not probe, and this read is its regular one); only when something
   // is due does it write (and lock).
+  let lapsed = false;
   if (!known) {
-    const first = await unleasedPending(db, lease.now).select('next_attempt_at').limit(1).executeTakeFirst();
-    if (!first) return { claimed: [], nextDueAt: null };
-    if (first.next_attempt_at > lease.now) return { claimed: [], nextDueAt: first.next_attempt_at };
+    const first = await dueRead.first(db, lease.now);
+    lapsed = first?.lapsed_lease != null;
+    const nextDueAt = first?.next_attempt_at ?? null;
+    if (nextDueAt === null || nextDueAt > lease.now) return { claimed: [], nextDueAt, lapsed };
   }
   let due = unleasedPending(db, lease.now)
     .select('id')
@@ -330,7 +516,7 @@ export async function claimDueDeliveries(
     .where('id', 'in', due)
     .returning(['id'])
     .execute();
-  if (leased.length === 0) return { claimed: [], nextDueAt: null };
+  if (leased.length === 0) return { claimed: [], nextDueAt: null, lapsed };
   const rows = await db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('events as e', 'e.id', 'd.event_id')
@@ -379,9 +565,10 @@ export async function claimDueDeliveries(
           ? row.previous_secret_encrypted
           : null,
       first: null,
+      leaseId: null,
     }),
   );
-  return { claimed, nextDueAt: null };
+  return { claimed, nextDueAt: null, lapsed };
 }
 
 /** Why a delivery whose event no longer exists was failed without a send (claimDueDeliveries). */

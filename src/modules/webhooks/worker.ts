@@ -20,6 +20,7 @@ import {
   dispatchEvents,
   type Lease,
   probeWork,
+  recoverLapsedLeases,
 } from './worker-store.ts';
 
 /** Sends in flight at once, per process (each holds a request, a socket and buffers: the memory cost). */
@@ -92,6 +93,14 @@ export class DeliveryWorker {
   /** Sends in flight per endpoint origin. */
   private readonly perEndpoint = new Map<string, number>();
   private pending: AttemptRecord[] = [];
+  /**
+   * The `webhook_leases` rows of this worker's claims whose first deliveries are not all settled: how
+   * many are left, and whether one was let go unsent or failed to finish (then the row stays, to lapse,
+   * and recoverLapsedLeases makes its events claimable again).
+   */
+  private readonly leases = new Map<number, { left: number; keep: boolean }>();
+  /** Leases whose deliveries are all in `pending` (or written): deleted by the flush that takes them. */
+  private released: number[] = [];
   private flushing: Promise<void> = Promise.resolve();
   private flushScheduled = false;
   private failure: unknown = null;
@@ -213,6 +222,8 @@ export class DeliveryWorker {
     // claim itself finds out), one read says what there is.
     const probe = this.outboxBusy || signalled ? null : await probeWork(this.ctx.db, lease.now);
     if (probe) this.dueReadAt = Date.now();
+    // A lapsed lease's events, made claimable again, are claimed by this round.
+    if (probe?.lapsed && (await this.recover(lease.now)) > 0) probe.events = true;
     const probeNoneDue = probe !== null && (probe.nextDueAt === null || probe.nextDueAt > lease.now);
     if (probe && !probe.events && probeNoneDue) {
       this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
@@ -223,6 +234,7 @@ export class DeliveryWorker {
       probe && !probe.events ? { events: 0, claimed: [] } : await this.claimEvents(lease, limit);
     // A full claim means more is probably waiting: the next tick skips the idle check.
     this.outboxBusy = dispatched.events === limit;
+    this.hold(dispatched.claimed);
     for (const delivery of dispatched.claimed) this.start(delivery, lease);
     started += dispatched.events;
     room -= dispatched.claimed.length;
@@ -247,6 +259,9 @@ export class DeliveryWorker {
       started += due.claimed.length;
       dueClaimed = due.claimed.length;
       this.nextDueAt = due.nextDueAt === null ? null : Date.parse(due.nextDueAt);
+      // A claim's lease lapsed (the read says so; a busy worker does not probe): its events are claimed
+      // by the next round.
+      if (due.lapsed && (await this.recover(dueLease.now)) > 0) this.outboxBusy = true;
       // Retries were claimed: more may be due (the claim was bounded), so the next round reads again.
       if (due.claimed.length > 0) this.dueReadAt = Number.NEGATIVE_INFINITY;
     }
@@ -256,6 +271,42 @@ export class DeliveryWorker {
     if (started > 0) this.lastClaimAt = this.lastRoundAt;
     this.drained = started > 0 && !this.outboxBusy && dueClaimed === 0;
     return started;
+  }
+
+  /**
+   * Makes the events of lapsed leases claimable again (recoverLapsedLeases); the next claim reads the
+   * outbox from the start, since they are below claimFrom.
+   */
+  private async recover(now: string): Promise<number> {
+    const reopened = await recoverLapsedLeases(this.ctx.db, now);
+    if (reopened > 0) this.claimFromSince = Number.NEGATIVE_INFINITY;
+    return reopened;
+  }
+
+  /** Counts a claim's first deliveries against its lease (settle counts them off). */
+  private hold(claimed: ClaimedDelivery[]): void {
+    for (const delivery of claimed) {
+      if (delivery.leaseId === null) continue;
+      const lease = this.leases.get(delivery.leaseId);
+      if (lease) lease.left++;
+      else this.leases.set(delivery.leaseId, { left: 1, keep: false });
+    }
+  }
+
+  /**
+   * One first delivery of a lease is settled: its outcome queued for the flush (`written`), or let go
+   * unsent, or its attempt failed. Once all are, the lease is released with the flush that writes the
+   * last outcome, unless one was not written: then the lease is left to lapse.
+   */
+  private settle(delivery: ClaimedDelivery, written: boolean): void {
+    if (delivery.leaseId === null) return;
+    const lease = this.leases.get(delivery.leaseId);
+    if (!lease) return;
+    lease.left--;
+    if (!written) lease.keep = true;
+    if (lease.left > 0) return;
+    this.leases.delete(delivery.leaseId);
+    if (!lease.keep) this.released.push(delivery.leaseId);
   }
 
   /**
@@ -347,8 +398,9 @@ export class DeliveryWorker {
     const latestStart = this.ctx.clock().getTime() + this.ctx.config.webhookTimeoutMs;
     for (const [endpoint, queue] of this.waiting) {
       while (queue.length > 0 && queue[0].leaseUntil - LEASE_MARGIN_MS / 2 < latestStart) {
-        queue.shift();
+        const dropped = queue.shift();
         this.waitingCount--;
+        if (dropped) this.settle(dropped.delivery, false);
       }
       while (queue.length > 0 && this.canSend(endpoint)) {
         const entry = queue.shift();
@@ -378,8 +430,13 @@ export class DeliveryWorker {
   private send(delivery: ClaimedDelivery, endpoint: string): void {
     this.perEndpoint.set(endpoint, (this.perEndpoint.get(endpoint) ?? 0) + 1);
     const task = this.attempt(delivery).then(
-      (record) => this.enqueue(record),
+      (record) => {
+        // Settled first: a lease whose last outcome this is goes with it, in the same flush.
+        this.settle(delivery, true);
+        this.enqueue(record);
+      },
       (error: unknown) => {
+        this.settle(delivery, false);
         this.failure = error;
       },
     );
@@ -460,10 +517,12 @@ export class DeliveryWorker {
   flush(): Promise<void> {
     this.flushScheduled = false;
     const batch = this.pending;
+    const leases = this.released;
     this.pending = [];
-    if (batch.length === 0) return this.flushing;
+    this.released = [];
+    if (batch.length === 0 && leases.length === 0) return this.flushing;
     this.flushing = this.flushing.then(() =>
-      recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString()).then(
+      recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString(), leases).then(
         () => this.retriesScheduled(batch),
         (error: unknown) => {
           this.failure = error;
