@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import { commands } from '../src/cli/commands.ts';
-import { kassa } from './helpers/cli.ts';
+import { fullHashQueueEnv, kassa } from './helpers/cli.ts';
 import { call, DB_KIND, startTestServer, type TestServer, testEnv } from './helpers/server.ts';
 
 /** Runs the tasks two at a time: the CLI's start-up is CPU-bound and the machine is shared. */
@@ -119,6 +119,39 @@ describe('kassa merchant create', () => {
     assert.ok(
       !users.some((user) => ['dup@acme.test', 'noorg@acme.test', 'x@acme.test'].includes(user.email)),
     );
+  });
+
+  test('a password longer than login accepts (1024 characters) is refused, not set on an owner who could never log in', async () => {
+    const result = await kassa(
+      ['merchant', 'create', '--org', 'Long', '--email', 'long@acme.test', '--password', 'x'.repeat(1025)],
+      server.env,
+    );
+    assert.equal(result.code, 1, result.stdout);
+    assert.match(result.stderr, /^kassa: password: must be at most 1024 characters\.$/m);
+    assert.equal(result.stdout, '');
+    const longest = await kassa(
+      ['merchant', 'create', '--org', 'Long', '--email', 'longest@acme.test', '--password', 'y'.repeat(1024)],
+      server.env,
+    );
+    assert.equal(longest.code, 0, longest.stderr);
+    assert.equal((await login('longest@acme.test', 'y'.repeat(1024))).status, 200);
+    const users = await server.ctx.db.selectFrom('users').select('email').execute();
+    assert.ok(!users.some((user) => user.email === 'long@acme.test'));
+  });
+
+  test('a full password-hash queue stops it with one line and exit code 1, creating nothing', async () => {
+    const result = await kassa(
+      ['merchant', 'create', '--org', 'Busy', '--email', 'busy@acme.test', '--password', 'a long password'],
+      fullHashQueueEnv(server.env),
+    );
+    assert.equal(result.code, 1, result.stdout);
+    // The warning about a password on the command line, then the refusal: no stack trace.
+    assert.deepEqual(result.stderr.trim().split('\n').slice(1), [
+      'kassa: The service is busy checking passwords. Try again in a moment.',
+    ]);
+    assert.equal(result.stdout, '');
+    const users = await server.ctx.db.selectFrom('users').select('email').execute();
+    assert.ok(!users.some((user) => user.email === 'busy@acme.test'));
   });
 });
 

@@ -144,13 +144,36 @@ test(`a due delivery whose event is gone is failed by one worker round, not sent
     failed.body.results.map((row) => row.id),
     [orphan.deliveryId],
   );
-  // There is no event to send again (docs/webhooks.md says so).
+  // The delivery exists (GET above), but there is no event to send again: a conflict with its state, not
+  // a 404 (docs/webhooks.md), and nothing written.
   const redelivery = await call(
     server,
     'POST',
     `/api/organization/webhook/deliveries/${orphan.deliveryId}/redeliver/`,
     { token: merchant.token },
   );
-  assert.equal(redelivery.status, 404, redelivery.text);
-  assert.equal(redelivery.body.detail, 'Delivery not found.');
+  assert.equal(redelivery.status, 409, redelivery.text);
+  assert.equal(
+    redelivery.body.detail,
+    'The event of this delivery no longer exists, so it cannot be redelivered.',
+  );
+  const redeliveries = await server.ctx.db
+    .selectFrom('webhook_deliveries')
+    .select('id')
+    .where('redelivery_of', '=', orphan.rowId)
+    .execute();
+  assert.deepEqual(redeliveries, [], 'no redelivery was written');
+  // The route documents this 409 in the served OpenAPI document, with the {detail} body.
+  const document = await call<{
+    paths: Record<
+      string,
+      Record<string, { responses: Record<string, { description: string; content: unknown }> }>
+    >;
+  }>(server, 'GET', '/api/openapi.json');
+  const conflict =
+    document.body.paths['/api/organization/webhook/deliveries/{id}/redeliver/'].post.responses[409];
+  assert.match(conflict?.description ?? '', /event of this delivery no longer exists/);
+  assert.deepEqual(conflict.content, {
+    'application/json': { schema: { $ref: '#/components/schemas/Error' } },
+  });
 });

@@ -4,6 +4,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { DatabaseSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { call, type Merchant, type TestServer } from './helpers/server.ts';
 
 export interface ReceivedRequest {
@@ -143,6 +144,40 @@ export async function deleteEventUnderItsDeliveries(server: TestServer, eventId:
   } finally {
     other.close();
   }
+}
+
+/**
+ * Another writer of the SQLite file, as another process would be: takes the write lock (`held` resolves
+ * once it has), keeps it `holdMs`, then runs `statements` and commits (`done`). It runs in a thread of its
+ * own because a transaction of the service that waits for the lock blocks the test's thread: node:sqlite's
+ * busy handler waits synchronously (up to the busy timeout, 5 s).
+ */
+export function holdSqliteWriteLock(server: TestServer, statements: string[], holdMs = 1_000) {
+  const database = server.ctx.config.database;
+  if (database.kind !== 'sqlite') throw new Error('holdSqliteWriteLock is for SQLite');
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    const { DatabaseSync } = require('node:sqlite');
+    const db = new DatabaseSync(workerData.file);
+    db.exec('begin immediate');
+    parentPort.postMessage('held');
+    setTimeout(() => {
+      for (const statement of workerData.statements) db.exec(statement);
+      db.exec('commit');
+      db.close();
+      parentPort.postMessage('done');
+    }, workerData.holdMs);`,
+    { eval: true, workerData: { file: database.file, statements, holdMs } },
+  );
+  const held = Promise.withResolvers<void>();
+  const done = Promise.withResolvers<void>();
+  worker.on('message', (message) => (message === 'held' ? held.resolve() : done.resolve()));
+  worker.on('error', (error) => {
+    held.reject(error);
+    done.reject(error);
+  });
+  done.promise.catch(() => {});
+  return { held: held.promise, done: done.promise.finally(() => worker.terminate()) };
 }
 
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000, what = 'condition') {

@@ -1767,6 +1767,9 @@ export interface components {
             /** @description Unix time in seconds. */
             expires_at: number;
         };
+        Error: {
+            detail: string;
+        };
         /** @description The checkout's outcome. */
         CheckoutStatus: {
             checkout_id: string;
@@ -1931,9 +1934,6 @@ export interface components {
             message: string;
             /** @description true for production data, false for sandbox data. */
             livemode: boolean;
-        };
-        Error: {
-            detail: string;
         };
     };
     responses: never;
@@ -7046,6 +7046,15 @@ export interface operations {
             };
             /** @description Not found in this organization. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The event of this delivery no longer exists (its detail shows `payload: null`), so it cannot be redelivered. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -62,6 +62,14 @@ export const CreatedRangeParams = {
 
 export const ErrorBody = Named('Error', Type.Object({ detail: Type.String() }, { $id: 'Error' }));
 
+/**
+ * An error answer a route declares in its own response schema because it is particular to that route (e.g.
+ * `409: ErrorResponse('…')`): the {detail} body, with what the status means there as the response's
+ * description. The errors a route answers by its kind (401, 404, 429…) are added by openapi-document.ts.
+ */
+export const ErrorResponse = (description: string) =>
+  Named('Error', Type.Object({ detail: Type.String() }, { 'x-response-description': description }));
+
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const Url = Type.String({ format: 'uri', maxLength: 2048 });
 export const Currency = Type.Union([Type.Literal('USD'), Type.Literal('EUR')]);

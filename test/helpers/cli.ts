@@ -25,6 +25,15 @@ function childEnv(env: Record<string, string>): Record<string, string> {
   return { ...inherited, KASSA_SCRYPT_LOG_N: '14', ...env };
 }
 
+/**
+ * The environment of a `kassa` process whose password-hash queue is full from the start (a preload takes
+ * every place, test/helpers/full-hash-queue.ts): a command's hash is refused at once.
+ */
+export const fullHashQueueEnv = (env: Record<string, string>): Record<string, string> => ({
+  ...env,
+  NODE_OPTIONS: `--import=${join(ROOT, 'test', 'helpers', 'full-hash-queue.ts')}`,
+});
+
 export function spawnKassa(args: string[], env: Record<string, string>): ChildProcess {
   return spawn(NODE, ['--disable-warning=ExperimentalWarning', 'src/cli/main.ts', ...args], {
     cwd: ROOT,

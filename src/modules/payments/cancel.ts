@@ -10,6 +10,7 @@ import type { ExpressionBuilder } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { Database } from '../../db/database.ts';
 import { recordOperation, reopenOperation, settleOperation } from '../../provider/operations/store.ts';
+import { OPEN_OPERATION_STATES } from '../../provider/operations/table.ts';
 
 export const CANCEL_KIND = 'payment_cancel';
 
@@ -71,7 +72,7 @@ export function cancelNotInReconciliation(eb: ExpressionBuilder<Database, 'payme
         .where('provider_operations.subject_type', '=', 'payment')
         .whereRef('provider_operations.subject_id', '=', 'payments.id')
         .where('provider_operations.kind', '=', CANCEL_KIND)
-        .where('provider_operations.state', 'in', ['in_flight', 'unknown', 'flagged']),
+        .where('provider_operations.state', 'in', OPEN_OPERATION_STATES),
     ),
   );
 }

@@ -34,7 +34,7 @@ import {
   reopenOperation,
   settleOperation,
 } from '../../provider/operations/store.ts';
-import type { OperationRow } from '../../provider/operations/table.ts';
+import { type OperationRow, READ_OPERATION_STATES } from '../../provider/operations/table.ts';
 import {
   outcomeOfAttempt,
   type ProviderAttempt,
@@ -1014,7 +1014,7 @@ export async function renewalInFlight(
       'in',
       cycles.map((cycle) => cycle.id),
     )
-    .where('state', 'in', ['in_flight', 'unknown'])
+    .where('state', 'in', READ_OPERATION_STATES)
     .executeTakeFirst();
   return open !== undefined;
 }

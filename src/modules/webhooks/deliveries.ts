@@ -2,7 +2,7 @@
 // redelivery (a new delivery with a new delivery id, for the same event and payload).
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { NotFoundError, ValidationError } from '../../http/errors.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../../http/errors.ts';
 import { choiceParam, pageRequest, paginated, param, queryOf } from '../../http/pagination.ts';
 import { isUuid, newUuid } from '../../lib/ids.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
@@ -10,6 +10,9 @@ import type { EventType } from '../events/emit.ts';
 import { maskCredentials } from './endpoint-url.ts';
 import * as store from './store.ts';
 import type { DeliveryStatus, WebhookAttemptRow, WebhookDeliveryRow } from './table.ts';
+
+/** The 409 of redeliver/ for a delivery whose event is gone (documented in its route schema). */
+const EVENTLESS_REDELIVERY = 'The event of this delivery no longer exists, so it cannot be redelivered.';
 
 export const DELIVERY_STATUSES: DeliveryStatus[] = ['pending', 'delivered', 'failed'];
 export const EVENT_TYPES: EventType[] = [
@@ -106,10 +109,16 @@ export async function redeliver(ctx: AppContext, organizationId: number, id: str
     if (!(await store.findEndpoint(trx, organizationId))) {
       throw new ValidationError('No webhook endpoint is configured. Set endpoint_url first.');
     }
-    // Retention may have deleted the original delivery and then its event since findOwned read it: the
-    // same answer as for a delivery that does not exist, rather than a delivery of no event.
     if (!(await store.lockEventForDelivery(trx, organizationId, original.event_id))) {
-      throw new NotFoundError('Delivery not found.');
+      // Read again after the lock (on PostgreSQL it waited for a retention that was deleting the event):
+      // retention deletes an event only once no delivery refers to it, so when the delivery is gone too
+      // it was deleted since findOwned read it, and the answer is that of a delivery that does not exist.
+      // A delivery that is still there has lost its event some other way (a hand edit, an old process
+      // during an upgrade; the worker fails it): it exists, as GET says, but cannot be sent again.
+      if (!(await store.findDelivery(trx, organizationId, original.delivery_id))) {
+        throw new NotFoundError('Delivery not found.');
+      }
+      throw new ConflictError(EVENTLESS_REDELIVERY);
     }
     const delivery = await store.insertDelivery(trx, {
       deliveryId: newUuid(),

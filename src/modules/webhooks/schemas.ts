@@ -1,7 +1,7 @@
 // Request and response schemas of the webhook endpoints: validation, types and the OpenAPI document
 // from one source.
 import { Type } from 'typebox';
-import { Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import { ErrorResponse, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
 
 const tags = ['Webhooks'];
 
@@ -196,7 +196,12 @@ export const RedeliverSchema = {
   tags,
   summary: 'Send the event again as a new delivery (new delivery id)',
   params: DeliveryParams,
-  response: { 201: Redelivery },
+  response: {
+    201: Redelivery,
+    409: ErrorResponse(
+      'The event of this delivery no longer exists (its detail shows `payload: null`), so it cannot be redelivered.',
+    ),
+  },
 };
 
 export const ListReceivedSchema = {

@@ -14,7 +14,7 @@ import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import type { KnownOutcome } from '../types.ts';
 import { claimDueOperations, NEVER_MADE, settleOperation } from './store.ts';
-import type { OperationRow } from './table.ts';
+import { type OperationRow, READ_OPERATION_STATES } from './table.ts';
 
 export interface OperationRead {
   /** The outcome the provider's state shows for this write; null when the provider has no record of it. */
@@ -120,7 +120,7 @@ async function recordRead(
       updated_at: now,
     })
     .where('id', '=', operation.id)
-    .where('state', 'in', ['in_flight', 'unknown'])
+    .where('state', 'in', READ_OPERATION_STATES)
     .execute();
 }
 

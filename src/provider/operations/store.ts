@@ -8,7 +8,7 @@ import type { Database, Executor } from '../../db/database.ts';
 import { deferWrite } from '../../db/write-behind.ts';
 import type { Environment } from '../../modules/api-keys/table.ts';
 import type { KnownOutcome, ProviderOutcome } from '../types.ts';
-import type { OperationRow } from './table.ts';
+import { OPEN_OPERATION_STATES, type OperationRow, READ_OPERATION_STATES } from './table.ts';
 
 export interface NewOperation {
   kind: string;
@@ -140,7 +140,7 @@ export async function settleOperation(
   await deferWrite(
     trx,
     row(trx.updateTable('provider_operations').set(settled(outcome, providerObjectId, now))).where((eb) =>
-      eb.or([eb('state', 'in', ['in_flight', 'unknown', 'flagged']), eb('outcome_code', '=', NEVER_MADE)]),
+      eb.or([eb('state', 'in', OPEN_OPERATION_STATES), eb('outcome_code', '=', NEVER_MADE)]),
     ),
   );
 }
@@ -271,7 +271,7 @@ export async function claimDueOperations(trx: Executor, now: string, leaseMs: nu
   let due = trx
     .selectFrom('provider_operations')
     .select('id')
-    .where('state', 'in', ['in_flight', 'unknown'])
+    .where('state', 'in', READ_OPERATION_STATES)
     .where('next_read_at', '<=', now)
     .orderBy('next_read_at')
     .limit(limit);
@@ -289,7 +289,7 @@ export async function nextOperationReadDue(db: Executor): Promise<number | null>
   const row = await db
     .selectFrom('provider_operations')
     .select((eb) => eb.fn.min('next_read_at').as('due'))
-    .where('state', 'in', ['in_flight', 'unknown'])
+    .where('state', 'in', READ_OPERATION_STATES)
     .executeTakeFirst();
   return row?.due ? Date.parse(String(row.due)) : null;
 }

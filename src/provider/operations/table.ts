@@ -9,6 +9,15 @@ import type { Environment } from '../../modules/api-keys/table.ts';
  */
 export type OperationState = 'in_flight' | 'unknown' | 'done' | 'flagged';
 
+/** The states of a call whose outcome is not recorded (every state but `done`): it is not over. */
+export const OPEN_OPERATION_STATES = ['in_flight', 'unknown', 'flagged'] as const satisfies OperationState[];
+
+/**
+ * The open states the reconciler still reads (on `next_read_at`): a flagged call is read no more, it
+ * waits for the operator.
+ */
+export const READ_OPERATION_STATES = ['in_flight', 'unknown'] as const satisfies OperationState[];
+
 export interface ProviderOperationsTable {
   id: Generated<number>;
   organization_id: number | null;
