@@ -261,6 +261,18 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     assert.equal(page.headers.get('kassa-feed-settle-ms'), DB_KIND === 'postgres' ? '2000' : '0');
   });
 
+  test('the hosted step declares the Retry-After of a Stripe payment form not opened yet, on its 200', () => {
+    const page = new Map(operations(document)).get('GET /api/checkout/{token}/')?.responses['200'];
+    const declared = page?.headers?.['Retry-After'] as { schema: unknown; description: string } | undefined;
+    assert.deepEqual(declared?.schema, { type: 'integer', minimum: 1 });
+    assert.match(declared?.description ?? '', /client_secret is null because Stripe did not answer/);
+    assert.equal(
+      JSON.stringify(page?.content).includes('Retry-After'),
+      false,
+      "the response's, not the body's",
+    );
+  });
+
   test('request fields the handlers check by hand are documented with their precise types', () => {
     const byRoute = new Map(operations(document));
     const query = (route: string, name: string) =>

@@ -121,6 +121,31 @@ describe(`the provider does not answer a request (${DB_KIND})`, () => {
     assert.deepEqual(await checkout.rows(), before);
   });
 
+  for (const [name, fault] of FAULTS) {
+    test(`a new checkout whose PaymentIntent Stripe does not open (${name}): 200 with Retry-After, then the client secret without`, async () => {
+      const checkout = await createCheckout(server, key);
+      fake.fail({ method: 'POST', path: /^\/v1\/payment_intents$/, ...fault });
+      const read = () => call<Json>(server, 'GET', `/api/checkout/${checkout.token}/`);
+      const first = await read();
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.status, 'open');
+      assert.equal((first.body.provider as Json).client_secret, null, 'not opened at Stripe');
+      // The page reads again when the server says, as after the provider's 503s.
+      assert.equal(first.headers.get('retry-after'), String(PROVIDER_RETRY_AFTER_S));
+      // A read that still finds Stripe silent (a timed-out call's own retry may take the next fault) says
+      // the same; the one that opens it carries the client secret and no Retry-After.
+      let next = await read();
+      for (let reads = 2; (next.body.provider as Json).client_secret === null && reads < 4; reads++) {
+        assert.equal(next.headers.get('retry-after'), String(PROVIDER_RETRY_AFTER_S));
+        next = await read();
+      }
+      assert.equal(next.status, 200, next.text);
+      assert.match(String((next.body.provider as Json).client_secret), /^pi_\w+_secret_/);
+      assert.equal(next.headers.get('retry-after'), null, 'opened: nothing to wait for');
+      assert.equal(next.body.transaction_id, first.body.transaction_id, 'the same payment');
+    });
+  }
+
   test("the hosted page when Stripe's read of the client secret answers 429: 503", async () => {
     const checkout = await openCheckout();
     const before = await checkout.rows();

@@ -7230,6 +7230,8 @@ export interface operations {
             /** @description The checkout as the hosted page shows it. */
             200: {
                 headers: {
+                    /** @description Only when provider.name is stripe and provider.client_secret is null because Stripe did not answer the opening of the payment (a timeout, a 5xx, a rate limit): seconds to wait before reading the checkout again, which tries the opening again under the same idempotency key. Absent otherwise. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

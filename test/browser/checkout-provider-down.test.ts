@@ -4,8 +4,12 @@
 // provider is not answering, not the generic "Something went wrong", keeps what they typed, and the page
 // asks again by itself after Retry-After; once the provider answers again the checkout completes without
 // the customer doing anything. When it stays silent past a few tries the page offers a "Try again" button
-// instead of asking for ever. A new Stripe checkout whose PaymentIntent Stripe does not open gets no 503
-// (the read answers without a client secret): the page reads it again, backing off, then offers the same.
+// instead of asking for ever. A card attempt whose answer is lost (its outcome unknown) is confirmed by the
+// same status calls, worded and paced the same, and ends, when the provider stays silent, on a screen that
+// says the outcome is not known and not to pay again (one that never reached the provider ends, after 8
+// answered asks, on the form with a warning, and a second attempt is refused). A new Stripe checkout whose
+// PaymentIntent Stripe does not open gets no 503 (the read answers without a client secret, with
+// Retry-After): the page reads it again when the server says, then offers the same.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -161,7 +165,7 @@ describe('the hosted checkout page while the payment provider does not answer, i
   });
 
   /** The simulator (the sandbox) does not answer `method` until `up`: the call that needs it gets a 503. */
-  function simulatorDown(method: 'createCustomer' | 'getPayment') {
+  function simulatorDown(method: 'createCustomer' | 'getPayment' | 'findPayment') {
     const simulator = server.ctx.providers.simulator;
     const real = simulator[method].bind(simulator) as (...args: unknown[]) => Promise<unknown>;
     let down = true;
@@ -277,24 +281,147 @@ describe('the hosted checkout page while the payment provider does not answer, i
     assertCleanConsole(record);
   });
 
+  /**
+   * A sandbox checkout whose card attempt the simulator charges without answering (its outcome unknown),
+   * while it does not answer the status read that would find the charge either, until `up`.
+   */
+  async function lostAnswerPage() {
+    const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
+    const { page, record } = await browser.newPage();
+    await page.goto(checkout.checkout_url);
+    await fillCard(page, CARDS.success);
+    const sim = (server.ctx.providers.simulator as unknown as { sim: { fault: string | null } }).sim;
+    sim.fault = 'timeout_after_success';
+    const restore = () => {
+      sim.fault = null;
+    };
+    outages.push({ stop: restore });
+    const reads = simulatorDown('findPayment');
+    await page.getByRole('button', { name: /^Pay / }).click();
+    return {
+      checkout,
+      page,
+      record,
+      up: () => {
+        restore();
+        reads.up();
+      },
+    };
+  }
+
+  const syncPath = /^\/api\/checkout\/sync-status\/$/;
+  const payPath = /^\/api\/checkout\/[^/]+\/pay\/$/;
+
+  test('a card attempt whose answer is lost: the provider message while confirming, then paid once by itself', async () => {
+    const { checkout, page, record, up } = await lostAnswerPage();
+    await assertProviderMessage(page);
+    assert.equal(await page.getByRole('heading', { name: 'Confirming your payment…' }).isVisible(), true);
+    assert.equal(await page.getByLabel('Card number').isVisible(), false, 'no form to pay again with');
+    await screenshot(page, 'checkout-provider-down-08-unknown');
+    up();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor({ timeout: RECOVERY_MS });
+    assert.equal(requestsTo(record, payPath).length, 1, 'the card was sent once');
+    await assertPaidOnce(checkout.token);
+    assertCleanConsole(record);
+  });
+
+  test('a card attempt whose answer is lost, the provider silent: a few asks, then "do not pay again" and Try again', async () => {
+    const { checkout, page, record, up } = await lostAnswerPage();
+    const retry = page.getByRole('button', { name: 'Try again' });
+    // Asks at 0, 5, 10 and 15 s (Retry-After), then the page stops asking.
+    await retry.waitFor({ timeout: 40_000 });
+    const asks = requestsTo(record, syncPath).length;
+    assert.equal(asks, 4, 'bounded, after Retry-After');
+    const message = (await page.locator('#waiting-message').textContent()) ?? '';
+    assert.match(message, /could not confirm your payment yet/);
+    assert.match(message, /do not know whether your card was charged/);
+    assert.match(message, /Do not pay again/);
+    assert.equal(await page.getByRole('button', { name: /^Pay / }).isVisible(), false, 'no Pay button');
+    await page.waitForTimeout(6000);
+    assert.equal(requestsTo(record, syncPath).length, asks, 'no more asks by itself');
+    await screenshot(page, 'checkout-provider-down-09-unknown-try-again');
+    await assertAccessible(page, 'checkout-provider-down-unknown-try-again');
+    up();
+    await retry.click();
+    await page.getByRole('heading', { name: 'Payment successful' }).waitFor();
+    assert.equal(requestsTo(record, payPath).length, 1, 'Try again asks for the status, never pays');
+    await assertPaidOnce(checkout.token);
+    assertCleanConsole(record);
+  });
+
+  test('a card attempt that never reached the provider: 8 asks, then the form with the warning; no second charge meanwhile', async () => {
+    const checkout = await createCheckout(server, sandboxKey, {}, '/sandbox/api');
+    const { page, record } = await browser.newPage();
+    await page.goto(checkout.checkout_url);
+    await fillCard(page, CARDS.success);
+    const simulator = server.ctx.providers.simulator;
+    // The charge never reaches the simulator: its answer is lost, and the status read finds nothing.
+    const undo = swapProvider(
+      server.ctx,
+      wrapProvider(simulator, {
+        chargeCard: async () => {
+          throw new Error('connect ECONNREFUSED (the test)');
+        },
+      }),
+    );
+    outages.push({ stop: undo });
+    await page.getByRole('button', { name: /^Pay / }).click();
+    await page.getByText('We are confirming your payment with the bank').filter({ visible: true }).waitFor();
+    const alert = page.getByRole('alert').filter({ hasText: /could not confirm your last attempt yet/ });
+    await alert.waitFor({ timeout: 25_000 });
+    assert.equal(requestsTo(record, syncPath).length, 8, 'asked 8 times');
+    assert.match((await alert.textContent()) ?? '', /do not know whether your card was charged/);
+    // The first attempt is still unknown: a second one is refused, nothing is sent to the provider.
+    await page.getByRole('button', { name: /^Pay / }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /already in progress/ })
+      .waitFor();
+    const pays = requestsTo(record, payPath).length;
+    assert.equal(pays, 2);
+    const state = await call<{ status: string; attempts: unknown[] }>(
+      server,
+      'GET',
+      `/api/checkout/${checkout.token}/`,
+    );
+    assert.equal(state.body.status, 'open');
+    assert.deepEqual(state.body.attempts, [], 'no attempt recorded, none charged');
+    assertCleanConsole(record);
+  });
+
   test('a new Stripe payment Stripe does not open: reads back off, then Try again shows the Payment Element', async () => {
     // No hosted step beforehand: the page's own first read is the one that opens the PaymentIntent.
     const checkout = await createCheckout(server, apiKey);
     const { page, record } = await browser.newPage();
     await routeStripe(page, fake);
     const outage = stripeDown('POST', createIntentPath);
+    const readAt: number[] = [];
+    const retryAfter: (string | null)[] = [];
+    page.on('request', (request) => {
+      if (checkoutReads.test(new URL(request.url()).pathname)) readAt.push(Date.now());
+    });
+    page.on('response', async (response) => {
+      if (checkoutReads.test(new URL(response.url()).pathname))
+        retryAfter.push(await response.headerValue('retry-after'));
+    });
     await page.goto(checkout.checkout_url);
-    // Reads at 0, 1.5, 4.5 and 10.5 s; the page used to read every 1.5 s (8 reads in 11 s), for ever.
-    await page.waitForTimeout(11_000);
-    const early = requestsTo(record, checkoutReads).length;
-    assert.ok(early >= 3 && early <= 4, `the page read the checkout ${early} times in 11 s`);
+    // The server's answer says Stripe is silent (Retry-After): the page says so at once, and waits.
+    await page.getByRole('alert').filter({ hasText: NOT_ANSWERING }).waitFor({ timeout: 4000 });
+    assert.equal(readAt.length, 1, 'no second read before Retry-After');
     await assertProviderMessage(page);
     assert.equal(await page.locator('#pay-button').isDisabled(), true, 'nothing to pay with yet');
     await screenshot(page, 'checkout-provider-down-07-preparing');
     const retry = page.getByRole('button', { name: 'Try again' });
-    await retry.waitFor({ timeout: 30_000 });
+    await retry.waitFor({ timeout: 40_000 });
     const tries = requestsTo(record, checkoutReads).length;
     assert.equal(tries, 5, 'five reads in all, then the page stops');
+    assert.deepEqual(retryAfter, ['5', '5', '5', '5', '5'], "each read carried the server's pacing");
+    // Read again after Retry-After (5 s), each time; the page's own pacing was 1.5, 3, 6 then 12 s.
+    const gaps = readAt.slice(1).map((at, index) => at - readAt[index]);
+    assert.ok(
+      gaps.every((gap) => gap >= 4800 && gap < 9000),
+      `reads ${gaps.join(', ')} ms apart`,
+    );
     assert.match((await page.locator('#waiting-message').textContent()) ?? '', /still not answering/);
     await page.waitForTimeout(6000);
     assert.equal(requestsTo(record, checkoutReads).length, tries, 'no more reads by itself');

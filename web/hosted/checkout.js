@@ -320,35 +320,51 @@ async function load(message) {
   unprepared = 0;
 }
 
-/** Asks for the outcome every POLL_MS while the bank decides, showing the pending screen meanwhile. */
-async function syncUntilDone() {
+/** Where an outcome stands when the page stops asking: it may be decided already, so nothing is paid twice. */
+const NOT_CONFIRMED =
+  'We could not confirm your payment yet, so we do not know whether your card was charged. Do not pay again: try again in a moment to see its outcome.';
+/** How many answered asks after a card attempt whose answer was lost, before the form comes back. */
+const UNKNOWN_TRIES = 8;
+
+/**
+ * Asks sync-status for the outcome, on the "Confirming your payment…" screen, until it is decided: every
+ * POLL_MS while Kassa answers, after Retry-After while the provider does not (503, worded as for the other
+ * calls); after PROVIDER_TRIES unanswered asks in a row it stops on the waiting screen, whose "Try again"
+ * asks again (it never pays). `lostAnswer`: no answer came back from the card attempt, which may have
+ * charged the card: the status is asked UNKNOWN_TRIES times while the payment is neither decided nor with
+ * the bank, then the form comes back with a warning (the server refuses a second attempt while the first is
+ * unknown). Otherwise the bank is deciding, and the page asks until it has decided.
+ */
+async function syncUntilDone(lostAnswer = false) {
   let shown = null;
   let unanswered = 0;
+  let undecided = 0;
   for (;;) {
     const response = await api('POST', '/api/checkout/sync-status/', { token });
     if (response.status === 200) {
       if (finishWith(response.data)) return;
-      // CHECKOUT_PENDING without a pending payment means the checkout is open again: back to the form.
-      if (response.data.payment_status !== 'pending') return load();
+      // With the bank: ask until it decides. Otherwise the checkout is open again: back to the form.
+      if (response.data.payment_status === 'pending') lostAnswer = false;
+      else if (!lostAnswer) return load();
     } else if (response.status === 404) {
       return finish('notfound');
     }
-    // The payment may already be decided at the provider: after a few unanswered asks the customer is told
-    // not to pay again, and asks again when they choose.
     unanswered = response.status === 503 ? unanswered + 1 : 0;
-    if (unanswered >= PROVIDER_TRIES)
-      return showWaiting(
-        'We could not confirm your payment yet. Do not pay again: try again in a moment to see its outcome.',
-        syncUntilDone,
+    if (unanswered >= PROVIDER_TRIES) return showWaiting(NOT_CONFIRMED, () => syncUntilDone(lostAnswer));
+    if (lostAnswer && !unanswered && ++undecided >= UNKNOWN_TRIES)
+      return load(
+        'We could not confirm your last attempt yet, so we do not know whether your card was charged. Check with your bank before paying again.',
       );
     const sentence = unanswered
       ? "The payment provider is not answering. We'll ask again in a few seconds; keep this page open."
-      : 'Your bank is confirming the payment. Keep this page open; it updates by itself.';
+      : lostAnswer
+        ? 'We are confirming your payment with the bank. Keep this page open; it updates by itself.'
+        : 'Your bank is confirming the payment. Keep this page open; it updates by itself.';
     if (sentence !== shown) {
       shown = sentence;
       showResult('pending', 'Confirming your payment…', sentence);
     }
-    await sleep(Math.max(POLL_MS, response.retryAfter * 1000));
+    await sleep(unanswered ? retryDelay(response) : Math.max(POLL_MS, response.retryAfter * 1000));
   }
 }
 
@@ -409,7 +425,8 @@ function attempted(data) {
   if (data.payment_status === 'pending') return syncUntilDone();
   if (data.next_action && data.next_action.type === 'simulator_challenge')
     return showChallenge(data.next_action);
-  if (data.outcome === 'unknown') return confirmUnknown();
+  // No answer came back from the provider: the card may have been charged, so the status is asked first.
+  if (data.outcome === 'unknown') return syncUntilDone(true);
   setBusy(false);
   formError(`${attempt.errorMessage || 'Your card was declined.'} Check the details or use another card.`);
   $('card_cvc').value = '';
@@ -441,10 +458,12 @@ async function mountStripe(provider) {
 }
 
 // A Stripe checkout's payment is opened at Stripe by the page's first read (provider-form.ts). When Stripe
-// does not answer, the read still answers 200, only without the client secret, and the page reads again.
-// Stripe may stay silent for minutes, so the reads back off (1.5 s doubling, or the server's Retry-After
-// when longer), the customer is told from the second such read on that the provider is not answering, and
-// after PREPARE_TRIES reads the page stops and offers "Try again": no open page keeps asking for ever.
+// does not answer, the read still answers 200, only without the client secret, and with Retry-After: the
+// page reads again after it (kept within 1 to 30 s, as for a 503) and says at once that the provider is not
+// answering. A read without the secret and without Retry-After (another read opened the payment a moment
+// ago) is read again sooner, backing off (1.5 s doubling), "Preparing the payment form…" the first time.
+// Stripe may stay silent for minutes, so after PREPARE_TRIES reads the page stops and offers "Try again":
+// no open page keeps asking for ever.
 
 const PREPARE_TRIES = 5;
 let unprepared = 0;
@@ -462,9 +481,10 @@ function awaitPaymentForm(response, message) {
   }
   // Nothing to pay with until the Payment Element is there; Cancel stays usable.
   $('pay-button').disabled = true;
-  formError(unprepared === 1 ? 'Preparing the payment form…' : PROVIDER_WAITING);
-  const backoff = Math.min(POLL_MS * 2 ** (unprepared - 1), 30_000);
-  const delay = response.retryAfter ? Math.max(backoff, retryDelay(response)) : backoff;
+  const silent = response.retryAfter > 0;
+  formError(unprepared === 1 && !silent ? 'Preparing the payment form…' : PROVIDER_WAITING);
+  // The server's pacing when it gives one, else the page's own.
+  const delay = silent ? retryDelay(response) : Math.min(POLL_MS * 2 ** (unprepared - 1), 30_000);
   // A cancel started meanwhile decides what the page shows next, not this read.
   clearTimeout(prepareTimer);
   prepareTimer = setTimeout(() => {
@@ -558,21 +578,6 @@ $('challenge-fail').addEventListener('click', () => answerChallenge('fail'));
 $('challenge-retry').addEventListener('click', () => {
   if (unsentAnswer) answerChallenge(unsentAnswer);
 });
-
-/** No answer came back from the payment service: ask for the status a few times before offering the form. */
-async function confirmUnknown() {
-  showResult(
-    'pending',
-    'Confirming your payment…',
-    'We are confirming your payment with the bank. Keep this page open.',
-  );
-  for (let i = 0; i < 8; i++) {
-    await sleep(POLL_MS);
-    const response = await api('POST', '/api/checkout/sync-status/', { token });
-    if (response.status === 200 && finishWith(response.data)) return;
-  }
-  return load('We could not confirm your last attempt yet. Check with your bank before paying again.');
-}
 
 async function cancel() {
   if (busy) return;

@@ -84,6 +84,10 @@ export async function findSessionAndPaymentByToken(ctx: AppContext, token: strin
   return found;
 }
 
+/**
+ * What the hosted page shows (`checkout`), and `retryAfterS`: the seconds after which the page should read
+ * again, when the provider did not answer the open of its payment form (provider-form.ts), else null.
+ */
 export async function getHostedCheckout(ctx: AppContext, token: string) {
   const session = await findSessionByToken(ctx, token);
   const [form, organization] = await Promise.all([
@@ -95,7 +99,7 @@ export async function getHostedCheckout(ctx: AppContext, token: string) {
   const state = checkoutState(session, payment, ctx.clock());
   const syncStatus = syncStatusOf(state);
   const open = state === 'open';
-  return {
+  const checkout = {
     checkout_id: session.public_id,
     order_id: session.public_id,
     status: state,
@@ -140,4 +144,5 @@ export async function getHostedCheckout(ctx: AppContext, token: string) {
     next_action: presentNextAction(payment) ?? (open ? await pendingSetupAction(ctx, session) : null),
     subscription: await signupTerms(ctx, session),
   };
+  return { checkout, retryAfterS: form.retryAfterS };
 }

@@ -5,6 +5,7 @@
 // the same key makes a repeat the same object, so a read that finds it not yet recorded opens it again.
 import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
+import { PROVIDER_RETRY_AFTER_S } from '../../http/errors.ts';
 import { toBigInt } from '../../lib/money.ts';
 import { callProvider } from '../../provider/operations/perform.ts';
 import { recordOperation, settleOperation } from '../../provider/operations/store.ts';
@@ -21,6 +22,11 @@ import type { CheckoutSessionRow } from './table.ts';
 
 export interface ProviderForm {
   payment: PaymentRow | undefined;
+  /**
+   * Seconds the page should wait before it reads the checkout again: set when the provider did not answer
+   * the open (no client secret yet), sent as the 200's Retry-After; null otherwise.
+   */
+  retryAfterS: number | null;
   provider: {
     name: ProviderName;
     publishable_key?: string;
@@ -133,7 +139,9 @@ async function openAtProvider(
   saveCardFor: string | null,
 ) {
   const { session, payment, operation } = await openForForm(ctx, sessionId, provider);
-  if (operation === null || payment.provider_payment_id !== null) return { payment, clientSecret: null };
+  // Not open any more, or opened meanwhile by another read (whose client secret the next read fetches).
+  if (operation === null || payment.provider_payment_id !== null)
+    return { payment, clientSecret: null, answered: true };
   const call = await callProvider(ctx.config, operation, () =>
     provider.openPayment({
       idempotencyKey: operation.idempotency_key,
@@ -150,7 +158,7 @@ async function openAtProvider(
     const nowIso = ctx.clock().toISOString();
     if (!call.answered) {
       await settleOperation(trx, operation.id, { status: 'unknown', reason: call.reason }, null, nowIso);
-      return { payment, clientSecret: null };
+      return { payment, clientSecret: null, answered: false };
     }
     const opened = call.value;
     const applied = await applyProviderState(trx, payment.id, opened.payment, nowIso, null, session);
@@ -161,14 +169,14 @@ async function openAtProvider(
       opened.payment.providerPaymentId,
       nowIso,
     );
-    return { payment: applied.payment, clientSecret: opened.clientSecret };
+    return { payment: applied.payment, clientSecret: opened.clientSecret, answered: true };
   });
 }
 
 export async function providerForm(ctx: AppContext, session: CheckoutSessionRow): Promise<ProviderForm> {
   const provider = ctx.providers.forEnvironment(session.environment);
   let payment = await payments.paymentOfCheckout(ctx.db, session.id);
-  if (provider.cardForm) return { payment, provider: { name: provider.name } };
+  if (provider.cardForm) return { payment, retryAfterS: null, provider: { name: provider.name } };
   const publishableKey = ctx.config.stripe.publishableKey ?? '';
   // A signup: with a trial the card is only saved (a setup); without, the first payment saves it.
   let saveCardFor: string | null = null;
@@ -177,6 +185,7 @@ export async function providerForm(ctx: AppContext, session: CheckoutSessionRow)
       const secret = await providerSetupSecret(ctx, session);
       return {
         payment: undefined,
+        retryAfterS: null,
         provider: {
           name: provider.name,
           publishable_key: publishableKey,
@@ -188,14 +197,18 @@ export async function providerForm(ctx: AppContext, session: CheckoutSessionRow)
     saveCardFor = await signupCustomer(ctx, session);
   }
   let clientSecret: string | null = null;
+  let answered = true;
   const open = checkoutState(session, payment, ctx.clock()) === 'open';
   if (open && (!payment || payment.provider_payment_id === null)) {
-    ({ payment, clientSecret } = await openAtProvider(ctx, session.id, provider, saveCardFor));
+    ({ payment, clientSecret, answered } = await openAtProvider(ctx, session.id, provider, saveCardFor));
   } else if (payment?.provider_payment_id && payment.status === 'processing') {
     clientSecret = await provider.clientSecretOf(payment.provider_payment_id);
   }
   return {
     payment,
+    // The open got no answer: still a 200 (the next read opens it again, under the same key), paced as the
+    // provider's 503s are (http/errors.ts), so the page reads again when the server says.
+    retryAfterS: answered ? null : PROVIDER_RETRY_AFTER_S,
     provider: { name: provider.name, publishable_key: publishableKey, client_secret: clientSecret },
   };
 }

@@ -138,7 +138,13 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
     '/checkout/:token/',
     // Stripe's client secret, a signup's customer and setup, a trial's waiting setup: read for the page.
     { schema: { ...asksProvider, params: TokenParam, response: { 200: HostedCheckout } } },
-    async (request) => getHostedCheckout(ctx, request.params.token),
+    async (request, reply) => {
+      const { checkout, retryAfterS } = await getHostedCheckout(ctx, request.params.token);
+      // Stripe did not answer the open of the payment form: the page reads again after this (a 200 still,
+      // since the read itself succeeded and the next one opens it again; see provider-form.ts).
+      if (retryAfterS !== null) reply.header('retry-after', String(retryAfterS));
+      return checkout;
+    },
   );
 
   app.post(

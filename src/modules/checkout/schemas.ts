@@ -149,8 +149,8 @@ export const PayResult = Shape(
   'The payment after this card attempt.',
 );
 
-/** GET /checkout/{token}/: what the hosted page shows. */
-export const HostedCheckout = Shape(
+/** GET /checkout/{token}/: what the hosted page shows (the body, HostedCheckout's headers below). */
+const HostedCheckoutBody = Shape(
   {
     checkout_id: Type.String(),
     order_id: Type.String(),
@@ -235,6 +235,22 @@ export const HostedCheckout = Shape(
   },
   'The checkout as the hosted page shows it.',
 );
+
+/**
+ * The answer of GET /checkout/{token}/: its body, and the Retry-After a Stripe checkout's read carries
+ * when Stripe did not answer the open of its PaymentIntent (provider-form.ts): the page reads again then.
+ */
+export const HostedCheckout = Object.assign(HostedCheckoutBody, {
+  headers: {
+    'Retry-After': Type.Integer({
+      minimum: 1,
+      description:
+        'Only when provider.name is stripe and provider.client_secret is null because Stripe did not answer ' +
+        'the opening of the payment (a timeout, a 5xx, a rate limit): seconds to wait before reading the ' +
+        'checkout again, which tries the opening again under the same idempotency key. Absent otherwise.',
+    }),
+  },
+});
 
 /**
  * The precise types of what checkout creation checks by hand (input.ts), for the document. Like the
