@@ -5,15 +5,22 @@
 // settled once). That holds when the PaymentIntent goes processing before the expiry's last look, between
 // that look and the cancel (Stripe refuses the cancel), and while Stripe was silent to Kassa (the stop is
 // with the reconciler: its read records the stop as refused, not as a cancel).
+// And when the bank then declines (the PaymentIntent back at requires_payment_method, which the page's
+// client secret could confirm again), expired or not: the read that sees it cancels the PaymentIntent
+// and only then fails the payment, with one event, however many read at once; a payment confirmed
+// again meanwhile is paid (or pending again), and a cancel Stripe does not answer is the reconciler's
+// (flagged after its last read, then kassa operation resolve's, which only reads).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { expireCheckouts, syncDuePayments } from '../src/modules/payments/sync.ts';
+import { expireCheckouts, syncDuePayments, syncPayment } from '../src/modules/payments/sync.ts';
+import { resolveFlaggedOperation } from '../src/provider/operations/resolve.ts';
 import { operationByKey } from '../src/provider/operations/store.ts';
-import { createCheckout, paymentRow } from './helpers/checkout.ts';
+import { operationHandlers } from '../src/worker/loops.ts';
+import { createCheckout, paymentRow, syncStatus } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
-import { eventStatuses, reconcile, settlementsOf } from './helpers/provider-checks.ts';
+import { eventStatuses, flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
 import { createTestKey, createTestMerchant, DB_KIND, type TestServer } from './helpers/server.ts';
-import { hostedStep, startWithStripe } from './helpers/stripe.ts';
+import { deliver, eventAbout, hostedStep, startWithStripe } from './helpers/stripe.ts';
 
 const DAY = 86_400_000;
 const SCHEDULE_MS = [300, 600, 1200, 2400, 4800];
@@ -46,6 +53,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     const transactionId = page.transaction_id as string;
     const row = await paymentRow(server, transactionId);
     return {
+      token: checkout.token,
       transactionId,
       paymentId: row.id,
       intentId: row.provider_payment_id as string,
@@ -73,6 +81,11 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   async function bankPays(checkout: Awaited<ReturnType<typeof openedCheckout>>) {
     fake.ledger.settleProcessing(checkout.intentId);
     assert.ok((await syncDuePayments(server.ctx)) >= 1);
+    await paidOnce(checkout);
+  }
+
+  /** The payment is paid, settled once, no conflict, never failed; a read again settles nothing twice. */
+  async function paidOnce(checkout: Awaited<ReturnType<typeof openedCheckout>>) {
     const paid = await paymentRow(server, checkout.transactionId);
     assert.equal(paid.status, 'paid');
     assert.equal(paid.provider_conflict, null);
@@ -143,22 +156,216 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     await bankPays(checkout);
   });
 
-  test('processing at Stripe when the checkout expires, then the bank declines: the payment ends failed and the PaymentIntent canceled', {
-    todo: 'a `pending` payment whose PaymentIntent goes back to requires_payment_method (the bank declined) reads PROCESSING, which moves no pending payment (transitions.ts nextStatus), and the expirer takes only `processing` payments: it stays pending, its PaymentIntent open',
-  }, async () => {
+  /** The customer's browser pays with a bank debit, and a read makes the payment `pending`. */
+  async function pendingCheckout() {
     const checkout = await openedCheckout();
-    await fake.confirmInBrowser(checkout.clientSecret, 'pm_fake_processing');
-    offsetMs += DAY + 1000;
-    assert.equal(await expireCheckouts(server.ctx), 0);
+    assert.equal((await fake.confirmInBrowser(checkout.clientSecret, 'pm_fake_processing')).status, 200);
+    await syncPayment(server.ctx, await paymentRow(server, checkout.transactionId));
     assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+    return checkout;
+  }
 
-    fake.ledger.settleProcessing(checkout.intentId, false);
-    await syncDuePayments(server.ctx);
-    await expireCheckouts(server.ctx);
+  /**
+   * The bank declined the pending payment and a read has seen it: the PaymentIntent canceled at Stripe
+   * (`cancelsMade` cancels since `cancelsBefore`), the payment failed with one event that carries the
+   * bank's declined attempt, nothing settled, no conflict. The page's client secret can no longer confirm
+   * it, and later reads and expiry rounds change nothing.
+   */
+  async function declinedAndFailed(
+    checkout: Awaited<ReturnType<typeof openedCheckout>>,
+    eventsBefore: string[],
+    cancelsBefore: number,
+    cancelsMade = 1,
+  ) {
     const row = await paymentRow(server, checkout.transactionId);
     assert.equal(row.status, 'failed');
     assert.equal(row.provider_conflict, null);
     assert.equal(await settlementsOf(server.ctx, row.id), 0);
     assert.equal(fake.ledger.intent(checkout.intentId).status, 'canceled');
+    assert.equal(cancels().length - cancelsBefore, cancelsMade);
+    assert.deepEqual(await eventStatuses(server.ctx, checkout.transactionId), [...eventsBefore, 'failed']);
+    const attempts = await server.ctx.db
+      .selectFrom('deposit_attempts')
+      .select(['status', 'error_message'])
+      .where('payment_id', '=', row.id)
+      .execute();
+    assert.deepEqual(
+      attempts.map((attempt) => [attempt.status, attempt.error_message]),
+      [['requires_payment_method', 'The payment was declined by the bank.']],
+      "the bank's decline is the payment's attempt",
+    );
+    const late = await fake.confirmInBrowser(checkout.clientSecret, 'pm_card_visa');
+    assert.equal(late.status, 400, 'a canceled PaymentIntent cannot be confirmed');
+    await syncDuePayments(server.ctx);
+    offsetMs += DAY + 1000;
+    assert.equal(await expireCheckouts(server.ctx), 0);
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'failed');
+    assert.deepEqual(await eventStatuses(server.ctx, checkout.transactionId), [...eventsBefore, 'failed']);
+  }
+
+  test('processing at Stripe when the checkout expires, then the bank declines: the sync loop cancels the PaymentIntent, then fails the payment with one event', async () => {
+    const checkout = await openedCheckout();
+    await fake.confirmInBrowser(checkout.clientSecret, 'pm_fake_processing');
+    offsetMs += DAY + 1000;
+    await expiredPending(checkout);
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    const cancelsBefore = cancels().length;
+
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    assert.ok((await syncDuePayments(server.ctx)) >= 1);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore);
+  });
+
+  test("the bank declines before the checkout expires: Stripe's payment_failed webhook cancels the PaymentIntent and fails the payment at once; the checkout reads FAILED", async () => {
+    const checkout = await pendingCheckout();
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    const cancelsBefore = cancels().length;
+
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    const failed = await deliver(
+      server,
+      fake,
+      eventAbout(fake, 'payment_intent.payment_failed', checkout.intentId),
+    );
+    assert.equal(failed.status, 200, failed.text);
+    assert.equal(failed.body.payments, 1);
+    // The cancel's own webhook reads the PaymentIntent canceled: the payment is failed already.
+    const canceled = await deliver(
+      server,
+      fake,
+      eventAbout(fake, 'payment_intent.canceled', checkout.intentId),
+    );
+    assert.equal(canceled.body.payments, 0);
+    const status = await syncStatus(server, checkout.token);
+    assert.deepEqual([status.body.status, status.body.payment_status], ['FAILED', 'failed']);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore);
+  });
+
+  test('reads at once after the bank declines (two sync loops and the webhook): one move to failed, one event, the PaymentIntent canceled', async () => {
+    const checkout = await pendingCheckout();
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    const cancelsBefore = cancels().length;
+
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    const target = await paymentRow(server, checkout.transactionId);
+    const event = eventAbout(fake, 'payment_intent.payment_failed', checkout.intentId);
+    const [first, second, webhook] = await Promise.all([
+      syncPayment(server.ctx, target),
+      syncPayment(server.ctx, target),
+      deliver(server, fake, event),
+    ]);
+    assert.equal(webhook.status, 200, webhook.text);
+    assert.equal(Number(first) + Number(second) + Number(webhook.body.payments), 1, 'one read moved it');
+    // Each read that found it pending asked Stripe to cancel (those after the first are refused, and read
+    // it canceled); one that found it failed already asked nothing.
+    const made = cancels().length - cancelsBefore;
+    assert.ok(made >= 1 && made <= 3, `${made} cancels`);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore, made);
+  });
+
+  /**
+   * A pending checkout whose bank declines; just before Kassa's cancel reaches Stripe, the customer's
+   * browser confirms the PaymentIntent again with `paymentMethod`. The sync loop reads the decline and
+   * asks Stripe to cancel, once: refused, the PaymentIntent left `status`.
+   */
+  async function confirmedAgainAtTheCancel(paymentMethod: string, status: 'succeeded' | 'processing') {
+    const checkout = await pendingCheckout();
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    fake.interleave('POST', cancelPath, () => {
+      fake.ledger.confirmPaymentIntent(checkout.intentId, { payment_method: paymentMethod });
+    });
+    const cancelsBefore = cancels().length;
+    await syncDuePayments(server.ctx);
+    assert.equal(cancels().length - cancelsBefore, 1, 'Kassa asked Stripe to cancel, once: refused');
+    assert.equal(fake.ledger.intent(checkout.intentId).status, status);
+    return checkout;
+  }
+
+  test('the customer pays by card between the read of the decline and the cancel: Stripe refuses the cancel, the payment is paid, settled once, never failed', async () => {
+    const checkout = await confirmedAgainAtTheCancel('pm_card_visa', 'succeeded');
+    await paidOnce(checkout);
+  });
+
+  test('the customer pays by bank debit again between the read of the decline and the cancel: Stripe refuses the cancel, the payment stays pending; the bank paying it makes it paid, settled once', async () => {
+    const checkout = await confirmedAgainAtTheCancel('pm_fake_processing', 'processing');
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+    await bankPays(checkout);
+  });
+
+  test("a cancel Stripe does not answer after the decline: the payment stays pending and the stop is the reconciler's (reads leave it), whose read cancels the PaymentIntent and fails the payment", async () => {
+    const checkout = await pendingCheckout();
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    const silent = fake.fail({ method: 'POST', path: cancelPath, mode: '500', times: 2 });
+    await syncDuePayments(server.ctx);
+    silent.stop();
+    const operationKey = `kassa-cancel-${checkout.transactionId}`;
+    assert.equal((await operationByKey(server.ctx.db, operationKey))?.state, 'unknown');
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+    assert.equal(fake.ledger.intent(checkout.intentId).status, 'requires_payment_method');
+    // The read's attempt is recorded (the bank's decline), the payment still pending.
+    const withDecline = await eventStatuses(server.ctx, checkout.transactionId);
+    assert.deepEqual(withDecline, [...eventsBefore, 'pending']);
+
+    // Stripe answers again; the sync loop's reads leave the stop to the reconciler.
+    const cancelsBefore = cancels().length;
+    await syncDuePayments(server.ctx);
+    assert.equal(cancels().length, cancelsBefore);
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+
+    offsetMs += SCHEDULE_MS[0];
+    assert.ok((await reconcile(server.ctx)) >= 1);
+    const done = await operationByKey(server.ctx.db, operationKey);
+    assert.deepEqual([done?.state, done?.outcome], ['done', 'succeeded'], 'the stop took effect');
+    await declinedAndFailed(checkout, withDecline, cancelsBefore);
+  });
+
+  /**
+   * The bank declines a pending payment and Stripe does not answer the read's cancel (`landed`: made at
+   * Stripe, its answer lost); the reconciler never gets an answer either, and the stop is flagged.
+   */
+  async function declineStopFlagged(landed: boolean) {
+    const checkout = await pendingCheckout();
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    const mode = landed ? '500_after_success' : '500';
+    const silent = fake.fail({ method: 'POST', path: cancelPath, mode, times: 2 });
+    await syncDuePayments(server.ctx);
+    silent.stop();
+    const operationKey = `kassa-cancel-${checkout.transactionId}`;
+    await flagAfterLastRead(server.ctx, operationKey, 'Stripe did not answer');
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+    return {
+      ...checkout,
+      operationKey,
+      eventsBefore: await eventStatuses(server.ctx, checkout.transactionId),
+    };
+  }
+
+  test('a flagged stop of a declined payment whose cancel landed: kassa operation resolve reads the PaymentIntent canceled and records the payment failed, never canceled', async () => {
+    const checkout = await declineStopFlagged(true);
+    assert.equal(fake.ledger.intent(checkout.intentId).status, 'canceled');
+    const cancelsBefore = cancels().length;
+    const resolved = await resolveFlaggedOperation(server.ctx, operationHandlers, checkout.operationKey);
+    assert.deepEqual(
+      [resolved.outcome, resolved.payment_status, resolved.waiting],
+      ['succeeded', 'failed', null],
+    );
+    await declinedAndFailed(checkout, checkout.eventsBefore, cancelsBefore, 0);
+  });
+
+  test('a flagged stop of a declined payment whose cancel never reached Stripe: resolve records it still open, and the next read cancels the PaymentIntent and fails the payment', async () => {
+    const checkout = await declineStopFlagged(false);
+    assert.equal(fake.ledger.intent(checkout.intentId).status, 'requires_payment_method');
+    // Flagged, the stop is no read's to make.
+    let cancelsBefore = cancels().length;
+    await syncDuePayments(server.ctx);
+    assert.equal(cancels().length, cancelsBefore);
+    const resolved = await resolveFlaggedOperation(server.ctx, operationHandlers, checkout.operationKey);
+    assert.deepEqual([resolved.outcome, resolved.payment_status], ['pending', 'pending']);
+    assert.equal(resolved.waiting, 'still processing at the provider');
+    assert.equal(cancels().length, cancelsBefore, 'the resolution only reads');
+    cancelsBefore = cancels().length;
+    assert.ok((await syncDuePayments(server.ctx)) >= 1);
+    await declinedAndFailed(checkout, checkout.eventsBefore, cancelsBefore);
   });
 });

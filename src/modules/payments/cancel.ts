@@ -6,6 +6,8 @@
 // as an operation whose outcome is unknown, it is retried by the reconciler on KASSA_RECONCILE_SCHEDULE_MS
 // and flagged for review after the last read, like every provider call whose answer Kassa lacks
 // (reconcile.ts, payment_cancel), and the expirer leaves its payment alone while it is open.
+// The same stop, under the same key, ends a `pending` payment the bank declined (sync.ts, stopIfDeclined):
+// its provider payment takes a payment method again, so it is canceled before the payment is failed.
 import type { ExpressionBuilder } from 'kysely';
 import type { AppContext } from '../../context.ts';
 import type { Database } from '../../db/database.ts';
@@ -61,7 +63,8 @@ export async function handCancelToReconciler(
 
 /**
  * A payment whose stop is not with the reconciler (neither being read back nor flagged for review): the
- * expirer takes only those, and counts only those as due. For a query on `payments`.
+ * expirer takes only those, and counts only those as due; a read stops only those (sync.ts,
+ * stopIfDeclined). For a query on `payments`.
  */
 export function cancelNotInReconciliation(eb: ExpressionBuilder<Database, 'payments'>) {
   return eb.not(

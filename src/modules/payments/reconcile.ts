@@ -2,8 +2,9 @@
 // payment_attempt (a card attempt Kassa made, kassa-pay-{id}-{n}) and payment_open (the provider payment
 // opened for the hosted page, kassa-pay-{id}). The provider payment is found by our reference; what it
 // shows is applied through applyProviderState, as any sync would; the attempt is matched by its key. And
-// payment_cancel (kassa-cancel-{id}, cancel.ts): the expiry's stop at the provider that got no answer,
-// which the reconciler makes again on its schedule, since a cancel charges nothing.
+// payment_cancel (kassa-cancel-{id}, cancel.ts): the stop at the provider that got no answer (an
+// expired checkout's payment, or a pending one the bank declined), which the reconciler makes again on
+// its schedule, since a cancel charges nothing.
 // A call flagged for review is read once more, and recorded the same way, by kassa operation resolve
 // (`resolve`, provider/operations/resolve.ts).
 import type { AppContext } from '../../context.ts';
@@ -20,7 +21,7 @@ import { type KnownOutcome, outcomeOfAttempt, type ProviderPaymentState } from '
 import * as checkouts from '../checkout/store.ts';
 import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
 import { CANCEL_KIND } from './cancel.ts';
-import { expirePayment, readProviderPayment } from './sync.ts';
+import { expirePayment, readProviderPayment, syncPayment } from './sync.ts';
 import { type PaymentStatus, wasPaid } from './table.ts';
 import { applyProviderState } from './transitions.ts';
 
@@ -165,7 +166,7 @@ function cancelOutcome(state: ProviderPaymentState): KnownOutcome {
 }
 
 /**
- * What the expiry's move made of the payment, as the stop's outcome: failed (the stop took effect), paid
+ * What the stop's move made of the payment, as the stop's outcome: failed (the stop took effect), paid
  * (it came too late), or pending (the provider payment is processing at the bank, which the provider
  * refused to cancel; it is not failed, and its canceled state would be a false record).
  */
@@ -180,13 +181,17 @@ const paymentCancel: OperationHandler = {
     const payment = () =>
       ctx.db
         .selectFrom('payments')
-        .select(['status', 'provider_payment_id'])
+        .select(['id', 'public_id', 'provider', 'status', 'provider_payment_id'])
         .where('id', '=', operation.subject_id)
         .executeTakeFirstOrThrow();
-    // The expirer's own move, made again: the last look, the cancel, then the payment failed. A provider
-    // still silent throws (a failed read, flagged after the last). Skipped once something else decided
-    // the payment (a webhook, the sync loop, the customer's sync-status): nothing is left to stop.
-    if ((await payment()).status === 'processing') await expirePayment(ctx, operation.subject_id);
+    // The stop's own move, made again. An expired checkout's payment still processing: the expirer's
+    // last look, the cancel, then the payment failed. A pending one: a read, and if the bank declined it,
+    // the cancel, then the payment failed (sync.ts, stopIfDeclined). A provider still silent throws (a
+    // failed read, flagged after the last). Skipped once something else decided the payment (a webhook,
+    // the sync loop, the customer's sync-status): nothing is left to stop.
+    const before = await payment();
+    if (before.status === 'processing') await expirePayment(ctx, operation.subject_id);
+    else if (before.status === 'pending') await syncPayment(ctx, before, 'reconciler');
     const after = await payment();
     // An attempt took the checkout's slot before the expiry's move: its answer decides; read again later.
     if (after.status === 'processing') return { outcome: null, pending: true };
@@ -196,7 +201,8 @@ const paymentCancel: OperationHandler = {
     // One read, no cancel: a PaymentIntent canceled fails the payment through applyProviderState (an
     // expired checkout's payment fails), one charged is paid, one processing at the bank makes the payment
     // pending (the stop refused, the bank's answer the sync loop's); one still open is recorded as not
-    // final, and the expirer, no longer kept off it, stops it on its next round.
+    // final, and the expirer (a pending payment's: the next read, sync.ts), no longer kept off it, stops
+    // it on its next round.
     const state = await currentPayment(ctx, operation);
     return paymentReading(ctx, operation, state, state ? cancelOutcome(state) : null);
   },

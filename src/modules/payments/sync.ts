@@ -3,7 +3,11 @@
 
 import type { AppContext } from '../../context.ts';
 import { NotFoundError, ValidationError } from '../../http/errors.ts';
-import { type ProviderNotice, ProviderUnavailableError } from '../../provider/types.ts';
+import {
+  type ProviderNotice,
+  type ProviderPaymentState,
+  ProviderUnavailableError,
+} from '../../provider/types.ts';
 import { attemptInFlight } from '../checkout/status.ts';
 import { lockSession } from '../checkout/store.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
@@ -30,17 +34,76 @@ export function readProviderPayment(ctx: AppContext, payment: Omit<SyncTarget, '
     : provider.getPayment(payment.provider_payment_id);
 }
 
-/** Re-reads one payment from the provider and applies it; true when something visible changed. */
-export async function syncPayment(ctx: AppContext, payment: SyncTarget): Promise<boolean> {
+/**
+ * Who makes the stop of a pending payment the bank declined (stopIfDeclined): any read (`read`), unless
+ * that stop is with the reconciler already; or the reconciler's own read of its payment_cancel
+ * (`reconciler`), which makes it whatever the operation's state and lets a silent provider throw.
+ */
+export type DeclineStop = 'read' | 'reconciler';
+
+/**
+ * Re-reads one payment from the provider and applies it; true when something visible changed. A pending
+ * payment the bank declined is stopped at the provider first, and what the stop leaves is applied.
+ */
+export async function syncPayment(
+  ctx: AppContext,
+  payment: SyncTarget,
+  stop: DeclineStop = 'read',
+): Promise<boolean> {
   const state = await readProviderPayment(ctx, payment);
   if (state === null) return false;
+  const stopped = state.outcome === 'PROCESSING' ? await stopIfDeclined(ctx, payment.id, stop) : null;
+  return (await applyRead(ctx, payment.id, stopped ?? state)).changed;
+}
+
+/** Applies a provider payment's state in its own transaction. */
+async function applyRead(ctx: AppContext, paymentId: number, state: ProviderPaymentState) {
   const result = await ctx.db
     .transaction()
-    .execute((trx) => applyProviderState(trx, payment.id, state, ctx.clock().toISOString()));
+    .execute((trx) => applyProviderState(trx, paymentId, state, ctx.clock().toISOString()));
   // A renewal's payment paid by this read (a webhook, the sync loop, sync-status): its cycle's next try
   // is due now, once the payment's transaction has committed (renew.ts, renewalPaidElsewhere).
   if (result.changed) await renewalPaidElsewhere(ctx, result.payment);
-  return result.changed;
+  return result;
+}
+
+/**
+ * A read found the provider payment taking a payment method. When Kassa's payment is `pending` (the bank
+ * was deciding), the bank declined it: Stripe moves a processing PaymentIntent back to
+ * requires_payment_method, its last_payment_error the decline. Such a payment fails (decisions.md:
+ * pending → failed), but not yet: its provider payment is open again, and the hosted page's client
+ * secret could still confirm it, which would charge a failed payment. So it is canceled first, and the
+ * caller applies the state the cancel leaves instead of the read, with the bank's declined attempt in
+ * it (one move, one event): canceled is the failure (applyProviderState fails a pending payment the
+ * provider canceled); a success meanwhile (Stripe refuses the cancel) is paid; a new bank debit (refused
+ * too) stays pending. Two readers at once both cancel (the second is refused, and reads it canceled)
+ * and both apply under the payment's lock: one move. A stale read (made before another found the
+ * payment processing) costs only a cancel the provider refuses. A cancel the provider does not answer
+ * fails nothing: it is handed to the reconciler as the expirer's is (cancel.ts), and the read is applied.
+ * Null when there is nothing to stop (or the stop is the reconciler's). A renewal's payment is the
+ * renewal worker's: its next try confirms the same provider payment.
+ */
+async function stopIfDeclined(
+  ctx: AppContext,
+  paymentId: number,
+  stop: DeclineStop,
+): Promise<ProviderPaymentState | null> {
+  let pending = ctx.db
+    .selectFrom('payments')
+    .select(['provider', 'provider_payment_id'])
+    .where('id', '=', paymentId)
+    .where('status', '=', 'pending')
+    .where('subscription_id', 'is', null);
+  if (stop === 'read') pending = pending.where(cancelNotInReconciliation);
+  const payment = await pending.executeTakeFirst();
+  if (payment?.provider_payment_id == null) return null;
+  try {
+    return await ctx.providers.named(payment.provider).cancelPayment(payment.provider_payment_id);
+  } catch (error) {
+    if (stop === 'reconciler' || !(error instanceof ProviderUnavailableError)) throw error;
+    await handCancelToReconciler(ctx, paymentId, error);
+    return null;
+  }
 }
 
 /** Runs `work` on each item; one failure does not stop the others (the first is rethrown after). */

@@ -164,12 +164,7 @@ export async function applyProviderState(
     card,
   );
   let status = nextStatus(payment.status, state.outcome);
-  if (
-    status === 'canceled' &&
-    payment.status === 'processing' &&
-    state.outcome === 'CANCELED' &&
-    (await checkoutExpired(trx, payment, now))
-  ) {
+  if (status === 'canceled' && state.outcome === 'CANCELED' && (await canceledByKassa(trx, payment, now))) {
     status = 'failed';
   }
   const nowPaid = PAID_STATUSES.includes(status ?? payment.status);
@@ -222,16 +217,27 @@ export async function applyProviderState(
 }
 
 /**
- * Whether a payment taking card attempts belongs to a checkout the expiry would fail now: expired, not
- * canceled by the customer, and no attempt in flight (checkout/status.ts, as sync-status's expiry). Kassa
- * cancels such a payment at the provider before it fails it (sync.ts, stopAtProvider), so a sync that
- * reads the provider's cancel in between (another loop, another worker, the customer's sync-status) must
- * make the same move: an expired checkout's payment fails (decisions.md), it is not canceled. An attempt
- * in flight (its own answer being recorded, a scripted sandbox cancel) keeps the provider's word.
+ * Whether the provider's cancel of a payment is Kassa's stop before it fails the payment, which any sync
+ * that reads the cancel first (another loop, another worker, a webhook, the customer's sync-status) must
+ * record as Kassa would: failed, not canceled. Two such stops (sync.ts):
+ * - a payment taking card attempts whose checkout the expiry would fail now: expired, not canceled by
+ *   the customer, and no attempt in flight (checkout/status.ts, as sync-status's expiry). An expired
+ *   checkout's payment fails (decisions.md). An attempt in flight (its own answer being recorded, a
+ *   scripted sandbox cancel) keeps the provider's word.
+ * - a `pending` payment (its bank was deciding): no provider cancels a payment while its bank decides
+ *   (Stripe refuses a processing PaymentIntent; the simulator's bank pays every pending one), so one
+ *   canceled was declined by the bank first and then stopped (sync.ts, stopIfDeclined): the bank's
+ *   decline is its failure (decisions.md: pending → failed).
+ * A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
  */
-async function checkoutExpired(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
-  // A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
+async function canceledByKassa(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
   if (payment.subscription_id !== null) return false;
+  if (payment.status === 'pending') return true;
+  return payment.status === 'processing' && (await checkoutExpired(trx, payment, now));
+}
+
+/** Whether the payment's checkout is one the expiry would fail now (canceledByKassa). */
+async function checkoutExpired(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
   const session = await trx
     .selectFrom('checkout_sessions')
     .select(['expires_at', 'canceled_at', 'attempt_locked_until'])

@@ -339,7 +339,13 @@ export class FakeStripeLedger {
     return intent;
   }
 
-  /** An asynchronous payment method's money arrived (or not). */
+  /**
+   * An asynchronous payment method's money arrived (or not). Only a processing PaymentIntent is decided
+   * (anything else is refused, as a test error). A decline is what Stripe shows of a bank debit that
+   * failed: the pending charge failed, the PaymentIntent back at requires_payment_method with the decline
+   * as its last_payment_error (so its client secret can confirm it again, and Kassa may cancel it), and
+   * charge.failed and payment_intent.payment_failed events.
+   */
   settleProcessing(id: string, succeed = true) {
     const intent = this.intent(id);
     const pending = this.charges.get(String(intent.latest_charge));
@@ -354,14 +360,25 @@ export class FakeStripeLedger {
       this.emit('charge.succeeded', pending);
       this.emit('payment_intent.succeeded', intent);
     } else {
+      const message = 'The payment was declined by the bank.';
       pending.status = 'failed';
       pending.failure_code = 'generic_decline';
-      pending.failure_message = 'The payment was declined by the bank.';
+      pending.failure_message = message;
+      if (pending.outcome) {
+        pending.outcome.network_status = 'declined_by_network';
+        pending.outcome.reason = 'generic_decline';
+        pending.outcome.seller_message = 'The bank declined the payment.';
+        pending.outcome.type = 'issuer_declined';
+      }
       intent.status = 'requires_payment_method';
+      intent.next_action = null;
       intent.last_payment_error = {
         type: 'card_error',
         code: 'card_declined',
-        message: 'The payment was declined by the bank.',
+        decline_code: 'generic_decline',
+        message,
+        charge: pending.id,
+        payment_method: this.retrievePaymentMethod(String(pending.payment_method)),
       };
       this.emit('charge.failed', pending);
       this.emit('payment_intent.payment_failed', intent);
