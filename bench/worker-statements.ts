@@ -114,9 +114,12 @@ try {
   let flushMs = 0;
   let delivered = 0;
   let pending: AttemptRecord[] = [];
+  // The leases of claims whose outcomes are all in `pending`: released by the next flush, as the worker does.
+  let released: number[] = [];
   const flush = async () => {
     const started = performance.now();
-    await recordAttempts(db, 'worker-statements', pending, new Date().toISOString());
+    await recordAttempts(db, 'worker-statements', pending, new Date().toISOString(), released);
+    released = [];
     flushMs += performance.now() - started;
     pending = [];
   };
@@ -149,8 +152,10 @@ try {
       });
       if (pending.length >= flushSize) await flush();
     }
+    const leaseId = claimed.claimed[0]?.leaseId;
+    if (leaseId != null) released.push(leaseId);
   }
-  if (pending.length > 0) await flush();
+  if (pending.length > 0 || released.length > 0) await flush();
   const cpuAfter = await backendCpuSeconds(db);
   console.log(
     `${delivered} deliveries: claim ${((claimMs * 1000) / delivered).toFixed(1)} µs, flush ${((flushMs * 1000) / delivered).toFixed(1)} µs per delivery (round trips)`,

@@ -5,6 +5,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { sql } from 'kysely';
+import { recordAttempts } from '../src/modules/webhooks/outcomes.ts';
+import {
+  claimDueDeliveries,
+  dispatchEvents,
+  recoverLapsedLeases,
+} from '../src/modules/webhooks/worker-store.ts';
 import { call, createTestKey, createTestMerchant, PG_URL, startTestServer } from './helpers/server.ts';
 
 async function preparedAfterTwoGets(env: Record<string, string>) {
@@ -41,5 +47,35 @@ describe('named statements on PostgreSQL', { skip: PG_URL ? false : 'PostgreSQL 
 
   test('KASSA_DB_NAMED_STATEMENTS=false sends them unnamed', async () => {
     assert.deepEqual(await preparedAfterTwoGets({ KASSA_DB_NAMED_STATEMENTS: 'false' }), []);
+  });
+
+  test("the webhook worker's claim, due read, flush and lease recovery are prepared once, by name", async () => {
+    const server = await startTestServer({ worker: false, env: { KASSA_DB_POOL_SIZE: '1' } });
+    try {
+      const db = server.ctx.db;
+      const now = new Date().toISOString();
+      const lease = { workerId: 'named', now, until: new Date(Date.now() + 60_000).toISOString() };
+      for (let i = 0; i < 2; i++) {
+        await dispatchEvents(db, lease, 16, () => 'unused');
+        await claimDueDeliveries(db, lease, 16);
+        await recordAttempts(db, 'named', [], now, []);
+        await recoverLapsedLeases(db, now);
+      }
+      const rows = await sql<{ statement: string }>`
+        select statement from pg_prepared_statements where name like 'kassa\_%'`.execute(db);
+      const statements = rows.rows.map((row) => row.statement);
+      for (const start of [
+        'with "leased"',
+        'select (select "next_attempt_at"',
+        'with "outcome"',
+        'with "lapsed"',
+      ])
+        assert.ok(
+          statements.some((text) => text.startsWith(start)),
+          `${start} … not named: ${JSON.stringify(statements.map((text) => text.slice(0, 60)))}`,
+        );
+    } finally {
+      await server.close();
+    }
   });
 });

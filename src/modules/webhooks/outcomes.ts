@@ -1,7 +1,7 @@
 // Writes attempt outcomes in batches: the attempts log, and each delivery's new state (delivered,
 // pending with its next due time, or failed for good). An event's first delivery is inserted here, in
-// that state, and its event marked dispatched; a later attempt changes only a row this worker still
-// leases. On PostgreSQL a batch is one statement (data-modifying WITH); on SQLite, one transaction.
+// that state (its claim marked the event dispatched), and the claims' leases whose deliveries are all
+// written are deleted; a later attempt changes only a row this worker still leases. On PostgreSQL a batch is one statement (data-modifying WITH); on SQLite, one transaction.
 import { type Expression, type Kysely, sql } from 'kysely';
 import { isPostgres } from '../../db/connection.ts';
 import type { Database } from '../../db/database.ts';

@@ -93,6 +93,8 @@ export class DeliveryWorker {
   /** Sends in flight per endpoint origin. */
   private readonly perEndpoint = new Map<string, number>();
   private pending: AttemptRecord[] = [];
+  /** The lease of each record of `pending` (null: a retry's, on its delivery row). */
+  private pendingLeases: (number | null)[] = [];
   /**
    * The `webhook_leases` rows of this worker's claims whose first deliveries are not all settled: how
    * many are left, and whether one was let go unsent or failed to finish (then the row stays, to lapse,
@@ -101,6 +103,12 @@ export class DeliveryWorker {
   private readonly leases = new Map<number, { left: number; keep: boolean }>();
   /** Leases whose deliveries are all in `pending` (or written): deleted by the flush that takes them. */
   private released: number[] = [];
+  /**
+   * Leases with an outcome in a flush that failed (its records are lost): never deleted by this worker,
+   * so that they lapse and their events are claimed again (recoverLapsedLeases). Each is forgotten when
+   * the flush that was to release it runs.
+   */
+  private readonly unwritten = new Set<number>();
   private flushing: Promise<void> = Promise.resolve();
   private flushScheduled = false;
   private failure: unknown = null;
@@ -433,7 +441,7 @@ export class DeliveryWorker {
       (record) => {
         // Settled first: a lease whose last outcome this is goes with it, in the same flush.
         this.settle(delivery, true);
-        this.enqueue(record);
+        this.enqueue(record, delivery.leaseId);
       },
       (error: unknown) => {
         this.settle(delivery, false);
@@ -502,8 +510,9 @@ export class DeliveryWorker {
     };
   }
 
-  private enqueue(record: AttemptRecord): void {
+  private enqueue(record: AttemptRecord, leaseId: number | null): void {
     this.pending.push(record);
+    this.pendingLeases.push(leaseId);
     if (this.pending.length >= FLUSH_BATCH) {
       void this.flush();
     } else if (!this.flushScheduled) {
@@ -513,22 +522,31 @@ export class DeliveryWorker {
     }
   }
 
-  /** Writes the queued outcomes; flushes run one after another. */
+  /**
+   * Writes the queued outcomes; flushes run one after another. The leases a flush releases are those of
+   * claims whose outcomes are all queued by then, less any with an outcome in an earlier flush that
+   * failed (read when this flush runs, after the earlier ones): its events must be claimed again.
+   */
   flush(): Promise<void> {
     this.flushScheduled = false;
     const batch = this.pending;
-    const leases = this.released;
+    const batchLeases = this.pendingLeases;
+    const released = this.released;
     this.pending = [];
+    this.pendingLeases = [];
     this.released = [];
-    if (batch.length === 0 && leases.length === 0) return this.flushing;
-    this.flushing = this.flushing.then(() =>
-      recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString(), leases).then(
+    if (batch.length === 0 && released.length === 0) return this.flushing;
+    this.flushing = this.flushing.then(() => {
+      const leases = released.filter((id) => !this.unwritten.delete(id));
+      return recordAttempts(this.ctx.db, this.workerId, batch, this.ctx.clock().toISOString(), leases).then(
         () => this.retriesScheduled(batch),
         (error: unknown) => {
+          // Lost with the batch: each lease not released by this flush itself is kept by the later one.
+          for (const id of batchLeases) if (id !== null && !leases.includes(id)) this.unwritten.add(id);
           this.failure = error;
         },
-      ),
-    );
+      );
+    });
     return this.flushing;
   }
 
