@@ -12,6 +12,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { type DbHandle, openDatabase } from '../src/db/connection.ts';
+import { webhooksInFlight } from '../src/modules/webhooks/worker-store.ts';
 import { type BenchRequest, type LoadResult, load } from './autocannon.ts';
 import type { DriverResult } from './driver.ts';
 import { checkInvariants, formatInvariants, type InvariantResult } from './invariants.ts';
@@ -58,26 +59,7 @@ async function waitForQuiet(handle: DbHandle, timeoutMs: number): Promise<boolea
     const count = async (query: Promise<{ n: string | number | bigint } | undefined>) =>
       Number((await query)?.n ?? 0);
     const busy =
-      (await count(
-        handle.db
-          .selectFrom('events')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('dispatched_at', 'is', null)
-          .executeTakeFirst(),
-      )) +
-      (await count(
-        handle.db
-          .selectFrom('webhook_leases')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirst(),
-      )) +
-      (await count(
-        handle.db
-          .selectFrom('webhook_deliveries')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .where('status', '=', 'pending')
-          .executeTakeFirst(),
-      )) +
+      (await webhooksInFlight(handle.db)) +
       (await count(
         handle.db
           .selectFrom('refunds')

@@ -14,6 +14,7 @@ import {
 } from '../bench/invariants.ts';
 import type { Database } from '../src/db/database.ts';
 import { auditWallet } from '../src/modules/wallet/service.ts';
+import { webhooksInFlight } from '../src/modules/webhooks/worker-store.ts';
 import { simulatorDb } from '../src/provider/simulator/store.ts';
 import { createCheckout, pay } from './helpers/checkout.ts';
 import {
@@ -106,17 +107,7 @@ describe(`the checkers say so when fed a broken state (${DB_KIND})`, () => {
           .select('status')
           .where('id', '=', refundId)
           .executeTakeFirstOrThrow();
-        const undispatched = await db
-          .selectFrom('events')
-          .select('id')
-          .where('dispatched_at', 'is', null)
-          .execute();
-        const pending = await db
-          .selectFrom('webhook_deliveries')
-          .select('id')
-          .where('status', '=', 'pending')
-          .execute();
-        return refundRow.status === 'completed' && undispatched.length === 0 && pending.length === 0;
+        return refundRow.status === 'completed' && (await webhooksInFlight(db)) === 0;
       },
       20_000,
       'the fixture to come to rest',

@@ -616,3 +616,21 @@ async function failEventless(db: Executor, lease: Lease, ids: number[]) {
     )
     .execute();
 }
+
+/**
+ * The webhook work not yet at rest, in one read: events not yet claimed, claims whose first deliveries
+ * are not all written (their leases), and deliveries still pending. Zero once every event committed so
+ * far has been sent and recorded (tests and benchmarks wait for it; not the worker's own path).
+ */
+export async function webhooksInFlight(db: Executor): Promise<number> {
+  const count = (table: 'events' | 'webhook_leases' | 'webhook_deliveries') =>
+    db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n'));
+  const row = await db
+    .selectNoFrom(() => [
+      count('events').where('dispatched_at', 'is', null).as('events'),
+      count('webhook_leases').as('leases'),
+      count('webhook_deliveries').where('status', '=', sql.lit('pending')).as('deliveries'),
+    ])
+    .executeTakeFirstOrThrow();
+  return Number(row.events) + Number(row.leases) + Number(row.deliveries);
+}
