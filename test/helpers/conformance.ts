@@ -7,7 +7,8 @@
 // src/http/schemas.ts) and the full password line's (CHECKS_PASSWORDS); a route that answers one of them
 // undocumented fails whichever test met it. A 4xx must be documented by its exact status: the document
 // has no `4XX` catch-all (src/http/openapi-document.ts), so a route that answers a client error it does
-// not list fails whichever test made it answer so; a sandbox path (/sandbox/api/…) is matched only to the
+// not list fails whichever test made it answer so (but for the 408 and 431 Node's HTTP parser answers
+// before any route); a sandbox path (/sandbox/api/…) is matched only to the
 // API-key operations, the only ones served there.
 // checkWebhookBody does the same for a webhook body a receiver got, against the document's `webhooks`
 // section.
@@ -18,6 +19,9 @@ import { PASSWORD_CHECKS_BUSY_DETAIL } from '../../src/modules/auth/passwords.ts
 
 /** The details of the 503s that a route documents from a mark in its schema (see the comment above). */
 const DECLARED_503_DETAILS: unknown[] = [PROVIDER_UNAVAILABLE_DETAIL, PASSWORD_CHECKS_BUSY_DETAIL];
+
+/** Request line and headers too large, and a request not received in time (see checkResponse). */
+const PARSER_STATUSES = new Set([408, 431]);
 
 interface ResponseObject {
   content?: Record<string, { schema?: unknown }>;
@@ -155,6 +159,9 @@ export async function checkResponse(serverUrl: string, observed: ObservedRespons
     DECLARED_503_DETAILS.includes((observed.body as { detail?: unknown } | null)?.detail);
   if (!/^\/(sandbox\/)?api\//.test(rawPath) || observed.method === 'HEAD') return;
   if (observed.status >= 500 && !declared503) return;
+  // Node's HTTP parser answers these before any route, the same for every path (http/errors.ts,
+  // clientError): the connection's answer, not an operation's.
+  if (PARSER_STATUSES.has(observed.status)) return;
   const sandbox = rawPath.startsWith('/sandbox/');
   const path = rawPath.replace(/^\/sandbox\/api\//, '/api/');
   const operations = await operationsOf(serverUrl);
