@@ -140,12 +140,22 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     assert.deepEqual(byRoute.get('POST /api/checkout/sync-status/')?.security?.[0], {});
   });
 
-  test('every operation documents the {detail} error body and a success response', () => {
+  test('every operation documents each client error by its exact status, with the {detail} body, and a success response', () => {
     for (const [route, operation] of operations(document)) {
-      const schema = resolve(document, operation.responses['4XX']?.content?.['application/json']?.schema);
-      assert.ok(schema, `${route} has no 4XX response`);
-      assert.deepEqual(schema.required, ['detail'], route);
-      assert.deepEqual(schema.properties, { detail: { type: 'string' } }, route);
+      const statuses = Object.keys(operation.responses);
+      assert.ok(
+        !statuses.some((status) => /XX$|^default$/.test(status)),
+        `${route} has a catch-all response`,
+      );
+      const clientErrors = statuses.filter((status) => /^4\d\d$/.test(status));
+      assert.ok(clientErrors.includes('400'), `${route} documents no 400`);
+      for (const status of clientErrors) {
+        const response = operation.responses[status] as { description?: string; content?: unknown };
+        assert.ok(response.description?.trim(), `${route} ${status} has no description`);
+        const schema = resolve(document, operation.responses[status]?.content?.['application/json']?.schema);
+        assert.deepEqual(schema?.required, ['detail'], `${route} ${status}`);
+        assert.deepEqual(schema?.properties, { detail: { type: 'string' } }, `${route} ${status}`);
+      }
       const success = Object.keys(operation.responses).filter((status) => /^2\d\d$/.test(status));
       assert.equal(success.length, 1, `${route} documents ${success.length} success responses`);
     }
@@ -243,6 +253,37 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     }
     const idempotent = byRoute.get('POST /api/checkout/create/')?.parameters?.map((p) => p.$ref);
     assert.ok(idempotent?.includes('#/components/parameters/Idempotency-Key'));
+  });
+
+  test("the statuses the contract names for a route are among the route's documented ones", () => {
+    const byRoute = new Map(operations(document));
+    const named: Record<string, string[]> = {
+      // An Idempotency-Key still running (409) or reused with another body (422), on every API-key POST.
+      'POST /api/checkout/create/': ['400', '401', '403', '409', '413', '422', '429'],
+      'POST /api/transactions/{id}/refund/': ['400', '401', '403', '404', '409', '422', '429'],
+      'POST /api/checkout/sync-status/': ['404', '409', '422'],
+      'GET /api/transactions/{id}/': ['401', '404'],
+      'GET /api/refunds/{id}/': ['401', '404'],
+      // A page past the last is DRF's 404 "Invalid page.".
+      'GET /api/refunds/': ['400', '401', '404'],
+      'GET /api/payments/': ['404'],
+      // POST /refunds/ is the dashboard's: an API key gets 405.
+      'POST /api/refunds/': ['404', '405'],
+      'GET /api/payment-links/public/{token}/': ['404', '410', '429'],
+      'POST /api/payment-links/public/{token}/start/': ['400', '404', '410', '429'],
+      'PATCH /api/payment-links/{id}/': ['404', '409'],
+      'POST /api/checkout/{token}/pay/': ['400', '404', '409', '410', '429'],
+      'POST /api/checkout/{token}/cancel/': ['404', '409', '410'],
+      'GET /api/subscriptions/public/{plan}/': ['404', '410'],
+      'POST /api/organization/webhook/deliveries/{id}/redeliver/': ['404', '409'],
+      'POST /api/auth/login/': ['400', '401', '429'],
+      'POST /api/v1/webhooks/{slug}/': ['404', '413'],
+    };
+    for (const [route, statuses] of Object.entries(named)) {
+      const documented = Object.keys(byRoute.get(route)?.responses ?? {});
+      for (const status of statuses)
+        assert.ok(documented.includes(status), `${route} does not document ${status}`);
+    }
   });
 
   test('the events feed declares its Kassa-Feed-Settle-Ms header, as an integer, on its 200', async () => {

@@ -1697,6 +1697,9 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        Error: {
+            detail: string;
+        };
         /** @enum {unknown} */
         RefundStatus: "pending" | "processing" | "completed" | "failed" | "rejected";
         /** @description A refund. */
@@ -1766,9 +1769,6 @@ export interface components {
             token: string;
             /** @description Unix time in seconds. */
             expires_at: number;
-        };
-        Error: {
-            detail: string;
         };
         /** @description The checkout's outcome. */
         CheckoutStatus: {
@@ -2035,6 +2035,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Invalid email or password. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited, or this address already has its share of password checks in line: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2052,15 +2070,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2127,6 +2136,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The challenge is unknown, expired or used up, or the code is not valid. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2134,15 +2161,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2185,7 +2203,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2194,8 +2212,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2262,17 +2280,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2330,8 +2339,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description A code was sent while two-factor is off for the account (confirm with the password), or a cookie-authenticated request came without X-Requested-With. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2356,15 +2374,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2418,17 +2427,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2474,7 +2474,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2492,8 +2492,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2544,8 +2544,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2570,15 +2579,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2623,6 +2623,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2630,15 +2639,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,6 +2679,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited, or this address already has its share of password checks in line: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2696,15 +2705,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2753,7 +2753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2762,8 +2762,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2818,7 +2818,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2827,8 +2827,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2879,7 +2879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2888,9 +2888,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many wrong two-factor codes for this account: retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2937,7 +2950,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2946,8 +2959,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3016,17 +3029,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3091,7 +3095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3100,8 +3104,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3147,7 +3151,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3165,8 +3169,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3231,7 +3235,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3249,8 +3253,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3296,7 +3300,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3314,8 +3318,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3364,17 +3368,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3429,7 +3424,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3438,8 +3433,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3507,6 +3502,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited, or this address already has its share of password checks in line: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -3524,15 +3528,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3615,7 +3610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3624,8 +3619,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3703,17 +3698,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3797,7 +3783,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3806,8 +3792,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3940,17 +3926,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4023,7 +4000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4039,15 +4016,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -4106,17 +4074,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4186,7 +4145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4195,8 +4154,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4264,7 +4223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4273,8 +4232,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The environment has no active API key to rotate: create one instead. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4336,7 +4304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4345,7 +4313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No API key of this organization has this id. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4354,8 +4322,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4414,17 +4382,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4493,7 +4452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4502,8 +4461,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4564,7 +4523,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4575,15 +4534,6 @@ export interface operations {
             };
             /** @description Not found in this organization. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4629,7 +4579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4647,8 +4597,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4719,7 +4669,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4737,8 +4687,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4821,17 +4771,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4894,7 +4835,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4903,8 +4844,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4954,8 +4895,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4970,15 +4920,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5047,6 +4988,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -5054,15 +5004,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -5117,7 +5058,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5126,21 +5067,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited: retry after Retry-After seconds. */
-            429: {
+            /** @description No payment of this organization has this transaction_id. */
+            404: {
                 headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request carries an API key: this route is for the dashboard only (refund with POST /transactions/{id}/refund/). */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5221,7 +5167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5230,8 +5176,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5307,7 +5253,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5316,8 +5262,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5383,17 +5329,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5471,7 +5408,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5480,8 +5417,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5528,7 +5465,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5537,8 +5474,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description No payout destination is set for this environment. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5640,17 +5586,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5777,7 +5714,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5786,8 +5723,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5888,7 +5825,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5899,15 +5836,6 @@ export interface operations {
             };
             /** @description Not found in this organization. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5953,7 +5881,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5971,8 +5899,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6088,7 +6016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6106,8 +6034,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The payment link has been deleted. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6223,7 +6160,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6234,15 +6171,6 @@ export interface operations {
             };
             /** @description Not found in this organization. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6312,8 +6240,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No payment link has this token (an unknown or malformed uuid). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The link is inactive, expired, at its max uses, or deleted. */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6328,15 +6265,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -6391,8 +6319,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No payment link has this token (an unknown or malformed uuid). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The link is inactive, expired, at its max uses, or deleted. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6407,15 +6353,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -6467,17 +6404,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6538,7 +6466,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6547,8 +6475,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6610,7 +6538,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6619,8 +6547,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6676,7 +6604,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6685,8 +6613,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6749,7 +6677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6758,8 +6686,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description No payment of this organization has this transaction_id, or (none named) the organization has no payment yet. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6841,7 +6778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6850,8 +6787,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6935,7 +6872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6944,17 +6881,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No delivery of this organization has this id. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7035,7 +6963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7044,7 +6972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No delivery of this organization has this id. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7062,8 +6990,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7131,7 +7059,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7140,8 +7068,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7183,8 +7111,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No organization has this slug. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7199,15 +7136,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -7341,7 +7269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No checkout has this token. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7367,15 +7295,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -7455,7 +7374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No checkout has this token. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7464,7 +7383,34 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited: retry after Retry-After seconds. */
+            /** @description A card attempt for this checkout is already in progress, or its payment awaits the bank's decision: check its status instead. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The checkout has expired, been paid, failed (after too many declined cards, say) or been canceled: start a new one. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many declined cards from this address, or too many requests: retry after Retry-After seconds. */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -7481,15 +7427,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -7527,8 +7464,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No checkout has this token. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A card attempt for this checkout is in progress, or its payment awaits the bank's decision: it cannot be canceled now. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The checkout has expired, been paid, failed (after too many declined cards, say) or been canceled: start a new one. */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7553,15 +7517,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -7698,7 +7653,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7707,8 +7662,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7824,7 +7779,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7833,17 +7788,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No payment of this organization has this id. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7889,8 +7835,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No provider of this name is configured ("Unknown provider."). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7915,15 +7870,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -7987,17 +7933,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8060,17 +7997,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8119,17 +8047,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8182,17 +8101,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8263,17 +8173,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8319,6 +8220,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Stripe is not configured on this service ("Unknown provider."). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -8336,15 +8255,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -8394,17 +8304,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8455,8 +8356,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description The simulator has no challenge with this id. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8481,15 +8391,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -8564,17 +8465,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8661,7 +8553,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8670,8 +8562,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8746,7 +8638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8757,15 +8649,6 @@ export interface operations {
             };
             /** @description Not found in this organization. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8848,7 +8731,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8866,8 +8749,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8963,7 +8846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8972,8 +8855,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9069,7 +8952,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9080,15 +8963,6 @@ export interface operations {
             };
             /** @description Not found in this organization. */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9191,7 +9065,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9209,8 +9083,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The subscription is already canceled, or a renewal of it is being charged (try again in a minute). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9313,7 +9196,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9331,8 +9214,8 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9388,7 +9271,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission. */
+            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9406,8 +9289,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
+            /** @description The subscription is canceled: there is no card to update. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9461,8 +9353,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No plan has this id. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plan is no longer offered (deactivated, or its organization is not active). */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9477,15 +9378,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -9540,8 +9432,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No plan has this id. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plan is no longer offered (deactivated, or its organization is not active). */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9556,15 +9466,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -9631,7 +9532,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No payment of this organization and environment has this id. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9649,6 +9550,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -9656,15 +9575,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -9720,7 +9630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No refund of this organization and environment has this id. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9736,15 +9646,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -9815,7 +9716,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The key lacks the scope. */
+            /** @description The key lacks the checkout:create scope, or the organization is not active. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9833,6 +9734,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with a different request. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -9840,15 +9759,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -9912,8 +9822,35 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description No checkout has this token, or this key's environment has no checkout with this checkout_id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The Idempotency-Key is still in use. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is over the size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was already used with a different request. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9938,15 +9875,6 @@ export interface operations {
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -10015,6 +9943,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The page is past the last one ("Invalid page."). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Rate limited: retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -10022,15 +9959,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -10086,7 +10014,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not found in this organization. */
+            /** @description No payment of this organization in the key's environment has this id. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10102,15 +10030,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Any other client error: {"detail": "..."}. */
-            "4XX": {
-                headers: {
                     [name: string]: unknown;
                 };
                 content: {

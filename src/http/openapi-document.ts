@@ -40,8 +40,13 @@ const RATE_LIMIT_HEADERS = {
 const headerRefs = (names: string[]) =>
   Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 
+const rateLimitedHeaders = {
+  'Retry-After': { $ref: '#/components/headers/Retry-After' },
+  ...headerRefs(Object.keys(RATE_LIMIT_HEADERS)),
+};
+
 /** Session routes with a limit of their own (refund verification codes, the events long-poll). */
-const LIMITED_SESSION_PATHS = [/^\/api\/refunds\//, /^\/api\/organization\/events\//];
+const LIMITED_SESSION_PATHS = [/^\/api\/refunds\/verification-code\//, /^\/api\/organization\/events\//];
 
 /** What a route declares in its own schema about the waits it can be refused in (see http/schemas.ts). */
 interface RouteMarks {
@@ -49,7 +54,38 @@ interface RouteMarks {
   checksPasswords: boolean;
 }
 
-/** Which errors an operation can answer, from how it authenticates, what it takes and what it marks. */
+/** Whether the operation answers a DRF page ({count, next, previous, results}): a page past the end is a 404. */
+function answersPages(operation: Operation): boolean {
+  const ok = Object.entries(operation.responses ?? {}).find(([status]) => status.startsWith('2'))?.[1] as
+    | { content?: Record<string, { schema?: { properties?: Json } }> }
+    | undefined;
+  const properties = ok?.content?.['application/json']?.schema?.properties ?? {};
+  return ['count', 'next', 'previous', 'results'].every((name) => name in properties);
+}
+
+/** What a session route's 403 can mean: its permission, the CSRF header, two-factor, recent authentication. */
+function sessionForbidden(operation: Operation): string {
+  return [
+    'The role lacks the permission, or a cookie-authenticated change came without X-Requested-With.',
+    operation['x-kassa-permission'] !== 'account' &&
+      'Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`).',
+    operation['x-kassa-recent-auth'] === true &&
+      'Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry.',
+  ]
+    .filter((reason) => typeof reason === 'string')
+    .join(' ');
+}
+
+/** Methods whose body Fastify reads, so that one over the body limit is refused with 413 before the route. */
+const BODY_METHODS = new Set(['post', 'put', 'patch', 'delete']);
+
+/**
+ * Which errors an operation can answer, from how it authenticates, what it takes and what it marks: each
+ * by its exact status (no `4XX` catch-all, so client generators and linters see every one). The errors
+ * particular to one route (a 409 on a conflict, a 410 on a finished checkout…) are in its own response
+ * schema, written with ErrorResponse (http/schemas.ts); test/helpers/conformance.ts fails any e2e call
+ * whose 4xx status its route does not document exactly.
+ */
 function errorResponses(
   path: string,
   method: string,
@@ -64,10 +100,18 @@ function errorResponses(
   };
   if (!isPublic) {
     responses[401] = json('No credentials, or invalid ones.');
-    responses[403] = json(apiKey ? 'The key lacks the scope.' : 'The role lacks the permission.');
+    responses[403] = json(apiKey ? 'The key lacks the scope.' : sessionForbidden(operation));
   }
-  if (path.includes('{')) responses[404] = json('Not found in this organization.');
-  if (apiKey && method === 'post') responses[409] = json('The Idempotency-Key is still in use.');
+  const notFound = [
+    path.includes('{') && (isPublic ? 'Not found.' : 'Not found in this organization.'),
+    answersPages(operation) && 'The page is past the last one ("Invalid page.").',
+  ].filter((reason) => typeof reason === 'string');
+  if (notFound.length > 0) responses[404] = json(notFound.join(' Or: '));
+  if (apiKey && method === 'post') {
+    responses[409] = json('The Idempotency-Key is still in use.');
+    responses[422] = json('The Idempotency-Key was already used with a different request.');
+  }
+  if (BODY_METHODS.has(method)) responses[413] = json('The request body is over the size limit.');
   // A route that checks passwords answers 429 when the caller's address already has its share of the
   // password line (auth/passwords.ts), and a counted check when the login limiter's window is spent: so a
   // session route too when it is marked CHECKS_PASSWORDS.
@@ -80,10 +124,7 @@ function errorResponses(
     const rateLimited = marks.checksPasswords
       ? 'Rate limited, or this address already has its share of password checks in line: retry after Retry-After seconds.'
       : 'Rate limited: retry after Retry-After seconds.';
-    responses[429] = json(rateLimited, {
-      'Retry-After': { $ref: '#/components/headers/Retry-After' },
-      ...headerRefs(Object.keys(RATE_LIMIT_HEADERS)),
-    });
+    responses[429] = json(rateLimited, rateLimitedHeaders);
   }
   // A route that asks the payment provider while the caller waits, or that checks or hashes a password in
   // the bounded line, says so in its own schema (ASKS_PROVIDER, CHECKS_PASSWORDS in http/schemas.ts), so
@@ -99,7 +140,21 @@ function errorResponses(
       'Retry-After': { $ref: '#/components/headers/Retry-After' },
     });
   }
-  responses['4XX'] = json('Any other client error: {"detail": "..."}.');
+  return responses;
+}
+
+/**
+ * The route's own responses with the errors its kind answers. A status the route declares itself (with
+ * ErrorResponse) keeps its description, which says what the status means there, and takes the headers of
+ * the generated one (a 429's Retry-After and RateLimit-*); a 429 only the route declares gets them too.
+ */
+function withErrors(declared: Record<string, unknown>, generated: Record<string, unknown>) {
+  const responses: Record<string, unknown> = { ...generated, ...declared };
+  for (const [status, response] of Object.entries(declared)) {
+    const own = generated[status] as Json | undefined;
+    const headers = own?.headers ?? (status === '429' ? rateLimitedHeaders : undefined);
+    if (headers) responses[status] = { ...(response as Json), headers };
+  }
   return responses;
 }
 
@@ -191,9 +246,10 @@ export function completeDocument(built: { openapiObject: unknown } | { swaggerOb
       };
       delete operation[ASKS_PROVIDER];
       delete operation[CHECKS_PASSWORDS];
-      const documented = operation.responses ?? {};
-      delete documented['4XX'];
-      operation.responses = { ...documented, ...errorResponses(path, method, operation, marks) };
+      operation.responses = withErrors(
+        operation.responses ?? {},
+        errorResponses(path, method, operation, marks),
+      );
       if (method === 'post' && operation.security?.some((requirement) => 'ApiKey' in requirement)) {
         operation.parameters = [
           ...(operation.parameters ?? []),

@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
+import { ErrorResponse } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
 import { actorOf } from '../audit/record.ts';
@@ -48,7 +49,10 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
     {
       schema: {
         body: Type.Object({ environment: Type.Optional(Environment) }),
-        response: { 200: ApiKeyIssued },
+        response: {
+          200: ApiKeyIssued,
+          404: ErrorResponse('The environment has no active API key to rotate: create one instead.'),
+        },
       },
       // The body is optional: a bare POST rotates the production key.
       preValidation: async (request) => {
@@ -67,7 +71,12 @@ export async function apiKeyRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/organization/api-keys/:id/revoke/',
-    { schema: { params: Type.Object({ id: Type.String() }), response: { 200: ApiKey } } },
+    {
+      schema: {
+        params: Type.Object({ id: Type.String() }),
+        response: { 200: ApiKey, 404: ErrorResponse('No API key of this organization has this id.') },
+      },
+    },
     async (request) => {
       const id = parseNumericId(request.params.id);
       if (id === null) throw new NotFoundError('API key not found.');

@@ -3,7 +3,7 @@
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { UnauthorizedError, ValidationError } from '../../http/errors.ts';
 import { FixedWindowLimiter } from '../../http/rate-limit.ts';
-import { checksPasswords, IdParam, NoContent } from '../../http/schemas.ts';
+import { checksPasswords, ErrorResponse, IdParam, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { parseNumericId } from '../../lib/ids.ts';
 import { clientOf } from '../audit/record.ts';
@@ -50,7 +50,13 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/login/',
-    { schema: { ...checksPasswords, body: LoginBody, response: { 200: LoginAnswer } } },
+    {
+      schema: {
+        ...checksPasswords,
+        body: LoginBody,
+        response: { 200: LoginAnswer, 401: ErrorResponse('Invalid email or password.') },
+      },
+    },
     async (request, reply) => {
       const { email, password } = request.body;
       const outcome = await countedPasswordCheck(ctx, reply, email, request.ip, async () => {
@@ -66,7 +72,15 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/login/2fa/',
-    { schema: { body: SecondStepBody, response: { 200: LoginResult } } },
+    {
+      schema: {
+        body: SecondStepBody,
+        response: {
+          200: LoginResult,
+          401: ErrorResponse('The challenge is unknown, expired or used up, or the code is not valid.'),
+        },
+      },
+    },
     async (request, reply) => {
       const { challenge, code } = request.body;
       const user = await challengedUser(ctx, challenge);
@@ -98,7 +112,16 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
     '/auth/confirm/',
     {
       preValidation: requireSession,
-      schema: { ...checksPasswords, body: ConfirmBody, response: { 200: Confirmed } },
+      schema: {
+        ...checksPasswords,
+        body: ConfirmBody,
+        response: {
+          200: Confirmed,
+          403: ErrorResponse(
+            'A code was sent while two-factor is off for the account (confirm with the password), or a cookie-authenticated request came without X-Requested-With.',
+          ),
+        },
+      },
     },
     async (request, reply) => {
       const principal = sessionOf(request);
@@ -200,7 +223,18 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/auth/2fa/disable/',
-    { preValidation: requireSession, schema: { body: CodeBody, response: { 204: NoContent } } },
+    {
+      preValidation: requireSession,
+      schema: {
+        body: CodeBody,
+        response: {
+          204: NoContent,
+          429: ErrorResponse(
+            'Too many wrong two-factor codes for this account: retry after Retry-After seconds.',
+          ),
+        },
+      },
+    },
     async (request, reply) => {
       await disableTwoFactor(ctx, sessionOf(request).userId, request.body.code, clientOf(request));
       return reply.code(204).send();

@@ -6,7 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { apiKeyOf } from '../../http/auth.ts';
 import { DomainError, ValidationError } from '../../http/errors.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { asksProvider } from '../../http/schemas.ts';
+import { asksProvider, ErrorResponse } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { CachedKeyNotConfirmed, lookUpCachedKey } from '../api-keys/service.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
@@ -57,7 +57,10 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         summary: 'Create a hosted checkout session',
         body: CreateCheckoutBody,
         ...CreateCheckoutDocumented,
-        response: { 201: CheckoutCreated },
+        response: {
+          201: CheckoutCreated,
+          403: ErrorResponse('The key lacks the checkout:create scope, or the organization is not active.'),
+        },
       },
     },
     async (request, reply) => {
@@ -107,7 +110,12 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
         operationId: 'syncCheckoutStatus',
         summary: "Ask the provider for a checkout's outcome",
         body: SyncStatusBody,
-        response: { 200: SyncStatusResult },
+        response: {
+          200: SyncStatusResult,
+          404: ErrorResponse(
+            "No checkout has this token, or this key's environment has no checkout with this checkout_id.",
+          ),
+        },
         description:
           'Asks the provider and applies the outcome. Send {token} with no authentication (the hosted page), ' +
           "or {checkout_id} with an API key of the checkout's environment.",
@@ -126,6 +134,11 @@ export async function checkoutApiRoutes(app: App, { ctx, environment, requireKey
   );
 }
 
+const CHECKOUT_NOT_FOUND = ErrorResponse('No checkout has this token.');
+const CHECKOUT_FINISHED = ErrorResponse(
+  'The checkout has expired, been paid, failed (after too many declined cards, say) or been canceled: start a new one.',
+);
+
 export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('onRequest', async (request, reply) =>
     limitPublicCaller(ctx, request, reply, (request.params as { token?: string }).token ?? ''),
@@ -137,7 +150,13 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
   app.get(
     '/checkout/:token/',
     // Stripe's client secret, a signup's customer and setup, a trial's waiting setup: read for the page.
-    { schema: { ...asksProvider, params: TokenParam, response: { 200: HostedCheckout } } },
+    {
+      schema: {
+        ...asksProvider,
+        params: TokenParam,
+        response: { 200: HostedCheckout, 404: CHECKOUT_NOT_FOUND },
+      },
+    },
     async (request, reply) => {
       const { checkout, retryAfterS } = await getHostedCheckout(ctx, request.params.token);
       // Stripe did not answer the open of the payment form: the page reads again after this (a 200 still,
@@ -153,7 +172,22 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
       bodyLimit: PUBLIC_BODY_LIMIT,
       // A signup's customer is made before its card is charged or saved (the charge itself is a
       // write-ahead call: no answer is its `unknown` outcome, not a 503).
-      schema: { ...asksProvider, params: TokenParam, body: PayBody, response: { 200: PayResult } },
+      schema: {
+        ...asksProvider,
+        params: TokenParam,
+        body: PayBody,
+        response: {
+          200: PayResult,
+          404: CHECKOUT_NOT_FOUND,
+          409: ErrorResponse(
+            "A card attempt for this checkout is already in progress, or its payment awaits the bank's decision: check its status instead.",
+          ),
+          410: CHECKOUT_FINISHED,
+          429: ErrorResponse(
+            'Too many declined cards from this address, or too many requests: retry after Retry-After seconds.',
+          ),
+        },
+      },
     },
     async (request, reply) => {
       assertAddressMayPay(ctx, request, reply);
@@ -168,7 +202,18 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
     {
       bodyLimit: PUBLIC_BODY_LIMIT,
       // The payment is read and stopped at the provider before the checkout is canceled.
-      schema: { ...asksProvider, params: TokenParam, response: { 200: SyncStatusResult } },
+      schema: {
+        ...asksProvider,
+        params: TokenParam,
+        response: {
+          200: SyncStatusResult,
+          404: CHECKOUT_NOT_FOUND,
+          409: ErrorResponse(
+            "A card attempt for this checkout is in progress, or its payment awaits the bank's decision: it cannot be canceled now.",
+          ),
+          410: CHECKOUT_FINISHED,
+        },
+      },
     },
     async (request) => cancelCheckout(ctx, request.params.token),
   );

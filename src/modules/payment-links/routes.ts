@@ -4,7 +4,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { NoContent } from '../../http/schemas.ts';
+import { ErrorResponse, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
@@ -62,7 +62,7 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
       schema: {
         params: LinkIdParam,
         body: UpdateLinkBody,
-        response: { 200: PaymentLink },
+        response: { 200: PaymentLink, 409: ErrorResponse('The payment link has been deleted.') },
         description: 'Update name, is_active, expires_at, max_uses, metadata; other fields are a 400.',
       },
     },
@@ -98,6 +98,9 @@ async function dashboardRoutes(app: App, { ctx }: RouteOptions) {
   );
 }
 
+const LINK_NOT_FOUND = ErrorResponse('No payment link has this token (an unknown or malformed uuid).');
+const LINK_GONE = ErrorResponse('The link is inactive, expired, at its max uses, or deleted.');
+
 async function publicRoutes(app: App, { ctx }: RouteOptions) {
   // One per-IP window for every public endpoint: the link page, then the hosted checkout it leads to.
   app.addHook('onRequest', async (request, reply) => limitPublicCaller(ctx, request, reply));
@@ -107,7 +110,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     {
       schema: {
         params: LinkTokenParam,
-        response: { 200: LinkPreview },
+        response: { 200: LinkPreview, 404: LINK_NOT_FOUND, 410: LINK_GONE },
         description: 'Preview for the payment page; counts a view. 410 when unavailable.',
       },
     },
@@ -121,7 +124,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
       schema: {
         params: LinkTokenParam,
         body: StartLinkBody,
-        response: { 201: CheckoutCreated },
+        response: { 201: CheckoutCreated, 404: LINK_NOT_FOUND, 410: LINK_GONE },
         description:
           'Create a hosted checkout session from the link snapshot, consuming one use. 410 when unavailable.',
       },

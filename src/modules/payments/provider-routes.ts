@@ -5,7 +5,7 @@
 import { Type } from 'typebox';
 import { sessionAuth } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { asksProvider, Shape } from '../../http/schemas.ts';
+import { asksProvider, ErrorResponse, Shape } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
@@ -55,7 +55,10 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
       // Each event's object is re-read from Stripe; a 503 has Stripe deliver the event again.
       schema: {
         ...asksProvider,
-        response: { 200: StripeWebhookReceived },
+        response: {
+          200: StripeWebhookReceived,
+          404: ErrorResponse('Stripe is not configured on this service ("Unknown provider.").'),
+        },
         description:
           'Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once.',
       },
@@ -85,7 +88,10 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
         ...asksProvider,
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
         body: ChallengeAnswerBody,
-        response: { 200: ChallengeAnswered },
+        response: {
+          200: ChallengeAnswered,
+          404: ErrorResponse('The simulator has no challenge with this id.'),
+        },
         description: "The simulator's 3-D Secure step: the hosted page sends the customer's answer.",
       },
     },

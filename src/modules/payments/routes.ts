@@ -5,7 +5,7 @@
 import { Type } from 'typebox';
 import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { asksProvider } from '../../http/schemas.ts';
+import { asksProvider, ErrorResponse } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { listPaymentsForKey } from './api-list.ts';
 import { listPayments } from './list.ts';
@@ -54,7 +54,10 @@ export async function paymentApiRoutes(app: App, { ctx, environment, requireKey 
         operationId: 'getTransaction',
         summary: 'Get a payment',
         params: PaymentIdParam,
-        response: { 200: Payment },
+        response: {
+          200: Payment,
+          404: ErrorResponse("No payment of this organization in the key's environment has this id."),
+        },
       },
     },
     async (request) => getPaymentForKey(ctx, apiKeyOf(request), environment, request.params.id),
@@ -72,7 +75,15 @@ export async function paymentSessionRoutes(app: App, { ctx }: RouteOptions) {
 
   app.get(
     '/payments/:id/',
-    { schema: { params: PaymentIdParam, response: { 200: DashboardPayment } } },
+    {
+      schema: {
+        params: PaymentIdParam,
+        response: {
+          200: DashboardPayment,
+          404: ErrorResponse('No payment of this organization has this id.'),
+        },
+      },
+    },
     async (request) => getPaymentForDashboard(ctx, sessionOf(request).organizationId, request.params.id),
   );
 }
@@ -88,7 +99,10 @@ export async function providerWebhookRoutes(app: App, { ctx }: RouteOptions) {
       schema: {
         ...asksProvider,
         params: Type.Object({ provider: Type.String() }),
-        response: { 200: ProviderWebhookReceived },
+        response: {
+          200: ProviderWebhookReceived,
+          404: ErrorResponse('No provider of this name is configured ("Unknown provider.").'),
+        },
       },
     },
     async (request) => handleProviderWebhook(ctx, request.params.provider, request.rawBody, request.headers),

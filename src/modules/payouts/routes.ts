@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { choiceParam, type Query } from '../../http/pagination.ts';
-import { NoContent } from '../../http/schemas.ts';
+import { ErrorResponse, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { EnvironmentQuery } from '../organizations/schemas.ts';
@@ -78,7 +78,13 @@ function payoutDestinationRoutes(app: App, ctx: RouteOptions['ctx']) {
   app.delete(
     '/payouts/destination/',
     {
-      schema: { querystring: EnvironmentQuery, response: { 204: NoContent } },
+      schema: {
+        querystring: EnvironmentQuery,
+        response: {
+          204: NoContent,
+          404: ErrorResponse('No payout destination is set for this environment.'),
+        },
+      },
     },
     async (request, reply) => {
       await removeDestination(ctx, ...scope(request), actorOf(request));

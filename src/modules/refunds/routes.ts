@@ -7,6 +7,7 @@ import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { MethodNotAllowedError, NotFoundError } from '../../http/errors.ts';
 import { choiceParam, queryOf } from '../../http/pagination.ts';
 import { applyRateLimit, FixedWindowLimiter } from '../../http/rate-limit.ts';
+import { ErrorResponse } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
@@ -54,7 +55,10 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
         params: RefundIdParam,
         body: ApiRefundBody,
         ...RefundBodyDocumented,
-        response: { 200: RefundCreated },
+        response: {
+          200: RefundCreated,
+          404: ErrorResponse('No payment of this organization and environment has this id.'),
+        },
       },
     },
     async (request) => {
@@ -107,7 +111,10 @@ export async function refundApiRoutes(app: App, { ctx, environment, requireKey }
         operationId: 'getRefund',
         summary: 'Get a refund',
         params: RefundIdParam,
-        response: { 200: Refund },
+        response: {
+          200: Refund,
+          404: ErrorResponse('No refund of this organization and environment has this id.'),
+        },
       },
     },
     async (request) => {
@@ -178,7 +185,17 @@ export async function refundSessionRoutes(app: App, { ctx }: RouteOptions) {
     {
       onRequest: refuseApiKeys,
       preValidation: requireSession,
-      schema: { body: DashboardRefundBody, ...RefundBodyDocumented, response: { 200: RefundCreated } },
+      schema: {
+        body: DashboardRefundBody,
+        ...RefundBodyDocumented,
+        response: {
+          200: RefundCreated,
+          404: ErrorResponse('No payment of this organization has this transaction_id.'),
+          405: ErrorResponse(
+            'The request carries an API key: this route is for the dashboard only (refund with POST /transactions/{id}/refund/).',
+          ),
+        },
+      },
     },
     async (request) => {
       const principal = sessionOf(request);

@@ -4,6 +4,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
+import { ErrorResponse } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
@@ -41,6 +42,11 @@ export async function subscriptionRoutes(app: App, options: RouteOptions) {
   await app.register(publicRoutes, options);
 }
 
+const PLAN_NOT_FOUND = ErrorResponse('No plan has this id.');
+const PLAN_GONE = ErrorResponse(
+  'The plan is no longer offered (deactivated, or its organization is not active).',
+);
+
 /** The customer's signup, authorised by the plan id alone (the /subscribe/{plan id} page). */
 async function publicRoutes(app: App, { ctx }: RouteOptions) {
   app.addHook('onRequest', async (request, reply) => limitPublicCaller(ctx, request, reply));
@@ -51,7 +57,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     {
       schema: {
         params: PlanParam,
-        response: { 200: PublicPlan },
+        response: { 200: PublicPlan, 404: PLAN_NOT_FOUND, 410: PLAN_GONE },
         description: 'What the signup page shows. 404 for an unknown plan, 410 for one no longer offered.',
       },
     },
@@ -65,7 +71,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
       schema: {
         params: PlanParam,
         body: StartLinkBody,
-        response: { 201: CheckoutCreated },
+        response: { 201: CheckoutCreated, 404: PLAN_NOT_FOUND, 410: PLAN_GONE },
         description:
           "The signup checkout: the hosted page saves the customer's card and charges the first period (or, with a trial, only saves the card). The subscription exists once that succeeds.",
       },
@@ -126,7 +132,16 @@ async function sessionRoutes(app: App, { ctx }: RouteOptions) {
         if (request.body === undefined || request.body === null) request.body = {};
         done();
       },
-      schema: { params: IdParam, body: CancelBody, response: { 200: SubscriptionDetail } },
+      schema: {
+        params: IdParam,
+        body: CancelBody,
+        response: {
+          200: SubscriptionDetail,
+          409: ErrorResponse(
+            'The subscription is already canceled, or a renewal of it is being charged (try again in a minute).',
+          ),
+        },
+      },
     },
     async (request) =>
       cancelSubscription(
@@ -153,7 +168,15 @@ async function sessionRoutes(app: App, { ctx }: RouteOptions) {
 
   app.post(
     '/subscriptions/:id/update-card-link/',
-    { schema: { params: IdParam, response: { 200: UpdateCardLink } } },
+    {
+      schema: {
+        params: IdParam,
+        response: {
+          200: UpdateCardLink,
+          409: ErrorResponse('The subscription is canceled: there is no card to update.'),
+        },
+      },
+    },
     async (request) =>
       updateCardLink(ctx, sessionOf(request).organizationId, request.params.id, actorOf(request)),
   );

@@ -161,7 +161,12 @@ export const TestTransactionSchema = {
       ),
     }),
   ),
-  response: { 202: QueuedTransactionDelivery },
+  response: {
+    202: QueuedTransactionDelivery,
+    404: ErrorResponse(
+      'No payment of this organization has this transaction_id, or (none named) the organization has no payment yet.',
+    ),
+  },
 };
 
 const PageQuery = {
@@ -189,7 +194,7 @@ const DeliveryParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 export const DeliveryParamsSchema = {
   tags,
   params: DeliveryParams,
-  response: { 200: DeliveryDetail },
+  response: { 200: DeliveryDetail, 404: ErrorResponse('No delivery of this organization has this id.') },
 };
 
 export const RedeliverSchema = {
@@ -198,6 +203,7 @@ export const RedeliverSchema = {
   params: DeliveryParams,
   response: {
     201: Redelivery,
+    404: ErrorResponse('No delivery of this organization has this id.'),
     409: ErrorResponse(
       'The event of this delivery no longer exists (its detail shows `payload: null`), so it cannot be redelivered.',
     ),
@@ -215,7 +221,7 @@ export const ReceiverSchema = {
   tags,
   summary: 'Public test receiver: accepts any POST up to 256 KiB and keeps it for the dashboard',
   params: Type.Object({ slug: Type.String({ maxLength: 100 }) }),
-  response: { 200: Received },
+  response: { 200: Received, 404: ErrorResponse('No organization has this slug.') },
 };
 
 export const webhookTags = tags;
