@@ -14,7 +14,8 @@
 //   KASSA_BENCH_PROFILE=1                 CPU-profile the service (node --cpu-prof); the profile is
 //                                         summarised and kept under bench/results/profiles/
 //   KASSA_BENCH_ROUNDS (default 3)        rounds of the webhook queues' scenarios (Kassa's and the peers',
-//                                         in turn in each round); each row is the median round
+//                                         in turn in each round) and of the scenarios the ideal also runs
+//                                         (Kassa's and the ideal's in turn); each row is the median round
 //   KASSA_BENCH_NODE_FLAGS                extra node flags for the service, e.g. "--max-semi-space-size=4"
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -272,7 +273,31 @@ async function benchDatabase(kind: DatabaseKind, bare: Bare, rows: Row[]): Promi
         load1: load1Now,
       } satisfies Row;
     };
-    for (const scenario of chosen.filter((s) => !s.compared)) rows.push(await measure(scenario));
+    // A scenario the ideal also runs is measured in rounds, Kassa's and the ideal's in turn, so that a
+    // slow spell of the machine weighs on both alike; the pair kept is the round whose CPU share is the
+    // median, and every round's share is in its note.
+    const idealOf = (scenario: Scenario) =>
+      chosen.find((other) => other.name === IDEAL_PREFIX + scenario.name) ?? null;
+    const paired = new Set(
+      chosen.flatMap((scenario) => {
+        const ideal = idealOf(scenario);
+        return ideal ? [scenario, ideal] : [];
+      }),
+    );
+    for (const scenario of chosen.filter((s) => !s.compared)) {
+      if (scenario.name.startsWith(IDEAL_PREFIX) && paired.has(scenario)) continue;
+      const ideal = idealOf(scenario);
+      if (!ideal) {
+        rows.push(await measure(scenario));
+        continue;
+      }
+      const pairs: [Row, Row][] = [];
+      for (let round = 1; round <= ROUNDS; round++) {
+        const label = ROUNDS > 1 ? ` (round ${round} of ${ROUNDS})` : '';
+        pairs.push([await measure(scenario, label), await measure(ideal, label)]);
+      }
+      rows.push(...medianPair(pairs));
+    }
     // The queues set side by side (Kassa's worker and the peers) run in rounds, each queue once per
     // round in turn, so that what else the machine was doing weighs on all of them alike; each row is
     // the median round.
@@ -325,6 +350,24 @@ function medianRound(scenario: Scenario, measured: Row[]): Row {
     ...median,
     note: [median.note, `median of ${measured.length} rounds: ${each}${unit}`].filter(Boolean).join('; '),
   };
+}
+
+/**
+ * The median of a scenario's rounds beside the ideal, by the ideal's CPU per request as a share of
+ * Kassa's (the lower middle of an even count): one real pair of rows, with every round's share in the
+ * note of Kassa's row.
+ */
+function medianPair(pairs: [Row, Row][]): [Row, Row] {
+  const share = ([kassa, ideal]: [Row, Row]) => {
+    const [k, i] = [perOp(kassa).cpu, perOp(ideal).cpu];
+    return k === null || i === null || k === 0 ? -1 : i / k;
+  };
+  const sorted = [...pairs].sort((a, b) => share(a) - share(b));
+  const [kassa, ideal] = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (pairs.length < 2) return [kassa, ideal];
+  const each = pairs.map((pair) => `${(share(pair) * 100).toFixed(1)}`).join(', ');
+  const note = `median of ${pairs.length} rounds beside the ideal (CPU share: ${each} %)`;
+  return [{ ...kassa, note: [kassa.note, note].filter(Boolean).join('; ') }, ideal];
 }
 
 function format(value: number | null, digits = 0): string {
