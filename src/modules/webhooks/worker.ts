@@ -64,6 +64,14 @@ const FLUSH_DELAY_MS = 50;
  */
 const DUE_READ_MAX_AGE_MS = 1000;
 /**
+ * Room a round leaves for due retries when its last read of them is older than DUE_READ_MAX_AGE_MS.
+ * Under a backlog every round's claim of new events filled all the room there was, so the read of due
+ * retries (and of lapsed leases) never ran until the backlog had drained: another merchant's retry
+ * waited out the whole backlog (test/webhooks-backlog-fairness.test.ts). Now at least once a second a
+ * busy round claims this much less and reads what is due.
+ */
+const DUE_ROOM = 32;
+/**
  * For this long after a round that found work, the idle loop polls every WARM_POLL_MS instead of the
  * safety poll: commits it is not told about (another process's on SQLite, a NOTIFY lost while LISTEN
  * reconnects) keep a steady stream's latency low, and an idle service is back to the safety poll soon.
@@ -237,7 +245,8 @@ export class DeliveryWorker {
       this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
       return 0;
     }
-    const limit = Math.min(room, CLAIM_BATCH);
+    const dueStale = Date.now() - this.dueReadAt >= DUE_READ_MAX_AGE_MS;
+    const limit = Math.min(dueStale ? Math.max(1, room - DUE_ROOM) : room, CLAIM_BATCH);
     const dispatched =
       probe && !probe.events ? { events: 0, claimed: [] } : await this.claimEvents(lease, limit);
     // A full claim means more is probably waiting: the next tick skips the idle check.
