@@ -255,6 +255,40 @@ describe(`the OpenAPI document (${DB_KIND})`, () => {
     assert.ok(idempotent?.includes('#/components/parameters/Idempotency-Key'));
   });
 
+  test("a read of one's own account documents no 403 and meets none: no role, CSRF, two-factor or recent-auth refusal applies", async () => {
+    const byRoute = new Map(operations(document));
+    const ownAccount = ['GET /api/auth/me/', 'GET /api/auth/sessions/'];
+    for (const route of ownAccount) {
+      assert.ok(byRoute.get(route), route);
+      assert.equal(
+        byRoute.get(route)?.responses['403'],
+        undefined,
+        `${route} documents a 403 it cannot answer`,
+      );
+    }
+    // Every cause of a session 403 at once: the organization requires two-factor the member lacks, the
+    // login is hours old, and the session comes as a cookie without X-Requested-With.
+    const merchant = await createTestMerchant(server, 'Own Account Shop');
+    await server.ctx.db
+      .updateTable('organizations')
+      .set({ require_two_factor: 1 })
+      .where('id', '=', merchant.organizationId)
+      .execute();
+    await server.ctx.db
+      .updateTable('sessions')
+      .set({ authenticated_at: new Date(Date.now() - 6 * 60 * 60 * 1000).toISOString() })
+      .where('organization_id', '=', merchant.organizationId)
+      .execute();
+    const cookie = { headers: { cookie: `kassa_session=${merchant.token}` } };
+    for (const route of ownAccount) {
+      const answer = await call(server, 'GET', route.split(' ')[1], cookie);
+      assert.equal(answer.status, 200, `${route}: ${answer.text}`);
+    }
+    const organization = await call(server, 'GET', '/api/organization/', cookie);
+    assert.equal(organization.status, 403, 'the same session is refused beyond its own account');
+    assert.ok(byRoute.get('GET /api/organization/')?.responses['403']);
+  });
+
   test("the statuses the contract names for a route are among the route's documented ones", () => {
     const byRoute = new Map(operations(document));
     const named: Record<string, string[]> = {

@@ -1,6 +1,9 @@
 // Rate limits: per API key, and per address on public endpoints, each past its limit a 429 with
 // Retry-After, RateLimit-* headers and a {detail}. Login failures are covered in foundation.test.ts.
 // Counters live in each process's memory (docs/operations.md), so every test here uses one server.
+// The OpenAPI document lists 429 on exactly the operations a limit can refuse: every API-key and public
+// operation is called past limits of 1, and those answering 429 must be those documenting it, but for
+// the few whose 429 has another cause (named below, each provoked by its own test).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { KEY_ROUTE } from './helpers/api-key-route.ts';
@@ -114,5 +117,85 @@ describe(`rate limits (${DB_KIND})`, () => {
     assertLimited(start, 60);
     // Dashboard endpoints are not public and are not counted there.
     assert.equal((await call(server, 'GET', '/api/payment-links/', { token: shop.token })).status, 200);
+  });
+});
+
+/**
+ * Operations whose 429 comes from a count of their own rather than from the key's or the address's limit,
+ * each provoked where its limit is tested: the password line's share per address and the login limiter
+ * (openapi-password-503.test.ts, security/password-failures.test.ts), the second-factor codes per account
+ * (two-factor.test.ts), verification codes per user (refunds-dashboard.test.ts), long-polls per session
+ * (events-feed.test.ts).
+ */
+const OWN_LIMITS = [
+  'GET /api/organization/events/',
+  'POST /api/auth/2fa/disable/',
+  'POST /api/auth/accept-invite/',
+  'POST /api/auth/confirm/',
+  'POST /api/auth/login/',
+  'POST /api/auth/login/2fa/',
+  'POST /api/auth/password-reset/confirm/',
+  'POST /api/auth/password/',
+  'POST /api/refunds/verification-code/',
+];
+
+interface DocumentedOperation {
+  security?: Record<string, string[]>[];
+  responses: Record<string, unknown>;
+}
+
+describe(`the operations documenting 429 are those a limit refuses (${DB_KIND})`, () => {
+  let server: TestServer;
+
+  before(async () => {
+    server = await startTestServer({
+      worker: false,
+      env: {
+        KASSA_RATE_LIMIT_API_KEY: '1',
+        KASSA_RATE_LIMIT_API_KEY_WINDOW_MS: '600000',
+        KASSA_RATE_LIMIT_PUBLIC: '1',
+        KASSA_RATE_LIMIT_PUBLIC_WINDOW_MS: '600000',
+      },
+    });
+  });
+  after(() => server.close());
+
+  test('every API-key or public operation documenting 429 answers it past the limits of 1, and no other does', async () => {
+    const document = (
+      await call<{ paths: Record<string, Record<string, DocumentedOperation>> }>(
+        server,
+        'GET',
+        '/api/openapi.json',
+      )
+    ).body;
+    const key = await createTestKey(server, await createTestMerchant(server, 'Limited Shop'));
+    const documented: string[] = [];
+    const refused: string[] = [];
+    for (const [template, methods] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const route = `${method.toUpperCase()} ${template}`;
+        if ('429' in operation.responses) documented.push(route);
+        const security = operation.security ?? [];
+        const apiKey = security.some((requirement) => 'ApiKey' in requirement);
+        // Session operations have no limit of the key's or the address's kind: their 429s are OWN_LIMITS.
+        if (!apiKey && security.length > 0) continue;
+        // Any id and an empty body: each limit refuses before the route looks at either. call() checks
+        // every answer against the document.
+        const path = template.replace(/\{\w+\}/g, 'x1');
+        const options = { apiKey: apiKey ? key : undefined, body: method === 'get' ? undefined : {} };
+        for (let i = 0; i < 2; i += 1) {
+          if ((await call(server, method, path, options)).status === 429) {
+            refused.push(route);
+            break;
+          }
+        }
+      }
+    }
+    assert.deepEqual(
+      documented.filter((route) => !OWN_LIMITS.includes(route)).sort(),
+      refused.sort(),
+      'the operations documenting 429 (but for OWN_LIMITS) are exactly those a limit refused',
+    );
+    for (const route of OWN_LIMITS) assert.ok(documented.includes(route), `${route} documents its 429`);
   });
 });

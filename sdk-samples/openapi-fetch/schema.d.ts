@@ -2154,7 +2154,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited: retry after Retry-After seconds. */
+            /** @description Too many wrong two-factor codes for this account: retry after Retry-After seconds. */
             429: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
@@ -2203,7 +2203,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
+            /** @description A cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2273,15 +2273,6 @@ export interface operations {
             };
             /** @description No credentials, or invalid ones. */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
-            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2427,15 +2418,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
         };
     };
     deleteAuthSessionsById: {
@@ -2474,7 +2456,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
+            /** @description A cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2544,7 +2526,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
+            /** @description A cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2626,19 +2608,6 @@ export interface operations {
             /** @description The request body is over the size limit. */
             413: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limited: retry after Retry-After seconds. */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2753,7 +2722,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. */
+            /** @description A cookie-authenticated change came without X-Requested-With. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2818,7 +2787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description A cookie-authenticated change came without X-Requested-With. Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2879,7 +2848,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description A cookie-authenticated change came without X-Requested-With. Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2950,7 +2919,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description A cookie-authenticated change came without X-Requested-With. Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3029,7 +2998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3095,7 +3064,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3151,7 +3120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3235,7 +3204,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3300,7 +3269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3368,7 +3337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3424,7 +3393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3610,7 +3579,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3698,7 +3667,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3783,7 +3752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3926,7 +3895,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4000,7 +3969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4074,7 +4043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4145,7 +4114,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4223,7 +4192,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4304,7 +4273,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4382,7 +4351,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4452,7 +4421,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4523,7 +4492,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4579,7 +4548,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4669,7 +4638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4771,7 +4740,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4835,7 +4804,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4895,7 +4864,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5058,7 +5027,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5167,7 +5136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5253,7 +5222,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5329,7 +5298,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5408,7 +5377,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5465,7 +5434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5586,7 +5555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5714,7 +5683,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5825,7 +5794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5881,7 +5850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6016,7 +5985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6160,7 +6129,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6404,7 +6373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6466,7 +6435,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6538,7 +6507,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). Or: The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6604,7 +6573,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6677,7 +6646,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6778,7 +6747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6872,7 +6841,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6963,7 +6932,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7059,7 +7028,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7653,7 +7622,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7779,7 +7748,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7933,7 +7902,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7997,7 +7966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8047,7 +8016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8101,7 +8070,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8173,7 +8142,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8238,19 +8207,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Rate limited: retry after Retry-After seconds. */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description The payment provider did not answer (a timeout, a 5xx, a rate limit): nothing was changed; retry after Retry-After seconds. */
             503: {
                 headers: {
@@ -8304,7 +8260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8465,7 +8421,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8553,7 +8509,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8638,7 +8594,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8731,7 +8687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8846,7 +8802,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8952,7 +8908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9065,7 +9021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9196,7 +9152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9271,7 +9227,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The role lacks the permission, or a cookie-authenticated change came without X-Requested-With. Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
+            /** @description The role lacks the permission. Or: A cookie-authenticated change came without X-Requested-With. Or: The organization requires two-factor and the user has not set it up (`two_factor_setup_required`). */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -2,6 +2,7 @@
 // moved to components.schemas and $ref'd, the error statuses each operation can answer (with the
 // {detail} body and, for 429, the rate-limit headers; the 503s a route marks in its schema), the
 // Idempotency-Key header, and the webhooks.
+import { PERMISSIONS, ROLES } from '../modules/members/roles.ts';
 import { WEBHOOK_EVENTS, WEBHOOK_HEADERS } from '../modules/webhooks/event-schemas.ts';
 import {
   ASKS_PROVIDER,
@@ -9,6 +10,7 @@ import {
   DOCUMENTED,
   type DocumentedFields,
   ErrorBody,
+  LIMITED_PER_ADDRESS,
   SCHEMA_NAME,
 } from './schemas.ts';
 
@@ -52,6 +54,7 @@ const LIMITED_SESSION_PATHS = [/^\/api\/refunds\/verification-code\//, /^\/api\/
 interface RouteMarks {
   asksProvider: boolean;
   checksPasswords: boolean;
+  limitedPerAddress: boolean;
 }
 
 /** Whether the operation answers a DRF page ({count, next, previous, results}): a page past the end is a 404. */
@@ -63,17 +66,29 @@ function answersPages(operation: Operation): boolean {
   return ['count', 'next', 'previous', 'results'].every((name) => name in properties);
 }
 
-/** What a session route's 403 can mean: its permission, the CSRF header, two-factor, recent authentication. */
-function sessionForbidden(operation: Operation): string {
-  return [
-    'The role lacks the permission, or a cookie-authenticated change came without X-Requested-With.',
-    operation['x-kassa-permission'] !== 'account' &&
-      'Or the organization requires two-factor and the user has not set it up (`two_factor_setup_required`).',
+/** Every role has it (members/roles.ts): a member is never refused it for their role. */
+const EVERY_ROLE = new Set(
+  Object.entries(PERMISSIONS)
+    .filter(([, permission]) => permission.roles.length === ROLES.length)
+    .map(([name]) => name),
+);
+
+/**
+ * What a session route's 403 can mean: its permission (when some role lacks it), the CSRF header (on a
+ * change), two-factor (but for the member's own account), recent authentication. Null when none can
+ * happen: a read of one's own account (GET /api/auth/me/, the session list) is never a 403.
+ */
+function sessionForbidden(method: string, operation: Operation): string | null {
+  const permission = String(operation['x-kassa-permission']);
+  const reasons = [
+    !EVERY_ROLE.has(permission) && 'The role lacks the permission.',
+    method !== 'get' && 'A cookie-authenticated change came without X-Requested-With.',
+    permission !== 'account' &&
+      'The organization requires two-factor and the user has not set it up (`two_factor_setup_required`).',
     operation['x-kassa-recent-auth'] === true &&
-      'Or the last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry.',
-  ]
-    .filter((reason) => typeof reason === 'string')
-    .join(' ');
+      'The last login or confirmation is over 10 minutes old (`reauth_required`): POST /api/auth/confirm/, then retry.',
+  ].filter((reason) => typeof reason === 'string');
+  return reasons.length > 0 ? reasons.join(' Or: ') : null;
 }
 
 /** Methods whose body Fastify reads, so that one over the body limit is refused with 413 before the route. */
@@ -100,7 +115,8 @@ function errorResponses(
   };
   if (!isPublic) {
     responses[401] = json('No credentials, or invalid ones.');
-    responses[403] = json(apiKey ? 'The key lacks the scope.' : sessionForbidden(operation));
+    const forbidden = apiKey ? 'The key lacks the scope.' : sessionForbidden(method, operation);
+    if (forbidden !== null) responses[403] = json(forbidden);
   }
   const notFound = [
     path.includes('{') && (isPublic ? 'Not found.' : 'Not found in this organization.'),
@@ -112,12 +128,13 @@ function errorResponses(
     responses[422] = json('The Idempotency-Key was already used with a different request.');
   }
   if (BODY_METHODS.has(method)) responses[413] = json('The request body is over the size limit.');
-  // A route that checks passwords answers 429 when the caller's address already has its share of the
-  // password line (auth/passwords.ts), and a counted check when the login limiter's window is spent: so a
-  // session route too when it is marked CHECKS_PASSWORDS.
+  // 429 where a limit can refuse: every API-key route (the key's limit), a public route behind the
+  // per-address limit (marked LIMITED_PER_ADDRESS, not every public route: the password-reset request and
+  // Stripe's webhook have none), a route that checks passwords (its address's share of the password line,
+  // auth/passwords.ts, and the login limiter's counts), and the session routes with a limit of their own.
   if (
     apiKey ||
-    isPublic ||
+    marks.limitedPerAddress ||
     marks.checksPasswords ||
     LIMITED_SESSION_PATHS.some((pattern) => pattern.test(path))
   ) {
@@ -243,9 +260,11 @@ export function completeDocument(built: { openapiObject: unknown } | { swaggerOb
       const marks = {
         asksProvider: operation[ASKS_PROVIDER] === true,
         checksPasswords: operation[CHECKS_PASSWORDS] === true,
+        limitedPerAddress: operation[LIMITED_PER_ADDRESS] === true,
       };
       delete operation[ASKS_PROVIDER];
       delete operation[CHECKS_PASSWORDS];
+      delete operation[LIMITED_PER_ADDRESS];
       operation.responses = withErrors(
         operation.responses ?? {},
         errorResponses(path, method, operation, marks),

@@ -44,6 +44,18 @@ export const asksProvider: Record<string, unknown> = { [ASKS_PROVIDER]: true };
 export const CHECKS_PASSWORDS = 'x-checks-passwords';
 export const checksPasswords: Record<string, unknown> = { [CHECKS_PASSWORDS]: true };
 
+/**
+ * Route-schema keyword of a public route behind a per-address rate limit (the public limit: the hosted
+ * checkout, payment-link and signup pages, the test receiver, the provider webhooks it guards, the
+ * simulator's challenge): past it the route answers 429 with Retry-After and RateLimit-*.
+ * openapi-document.ts documents that 429 from this mark (API-key routes get it from their key's limit);
+ * a public route without it, such as the password-reset request (its mails are limited per email without
+ * telling the caller) or Stripe's webhook, documents no 429. test/rate-limits.test.ts calls every
+ * operation past the limits and checks that those answering 429 are exactly those documenting it.
+ */
+export const LIMITED_PER_ADDRESS = 'x-limited-per-address';
+export const limitedPerAddress: Record<string, unknown> = { [LIMITED_PER_ADDRESS]: true };
+
 /** Documented list parameters (see `documented`): page numbers and an ordering over `fields`. */
 export const PageParams = {
   page: Type.Integer({ minimum: 1, description: 'From 1.' }),

@@ -3,6 +3,8 @@
 // delivered, with what to do; the page offers the URL without them, and saving it (from the keyboard)
 // clears the problem. Rotating the secret offers an overlap: with 24 hours the page shows until when
 // the previous secret still verifies (the instant GET gives), and a rotation with none ends it.
+// Developers → Deliveries: a delivery whose event no longer exists cannot be redelivered (the API answers
+// 409), so its Redeliver button is disabled and says why; a delivery with its event keeps it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -14,6 +16,7 @@ import {
   startTestServer,
   type TestServer,
 } from '../helpers/server.ts';
+import { deleteEventUnderItsDeliveries } from '../webhooks-helpers.ts';
 import { checkPage } from './helpers/checks.ts';
 import { launchChromium, type TestBrowser } from './helpers/chromium.ts';
 
@@ -153,5 +156,40 @@ describe('the webhook settings page', () => {
       .waitFor();
     await card.getByText('The previous secret also verifies deliveries').waitFor({ state: 'detached' });
     assert.equal((await getEndpoint()).previous_secret_expires_at, null);
+  });
+
+  test('a delivery whose event is gone shows Redeliver disabled with the reason; one with its event redelivers', async () => {
+    // Two test sends (the worker is off, so both stay pending); one loses its event, as a hand edit or
+    // an old process during an upgrade can leave it (docs/webhooks.md).
+    const sendTest = async () => {
+      const sent = await call<{ delivery_id: string }>(server, 'POST', '/api/organization/webhook/test/', {
+        token: merchant.token,
+      });
+      assert.equal(sent.status, 202, sent.text);
+      const path = `/api/organization/webhook/deliveries/${sent.body.delivery_id}/`;
+      const detail = await call<{ id: string; event_id: number }>(server, 'GET', path, {
+        token: merchant.token,
+      });
+      assert.equal(detail.status, 200, detail.text);
+      return detail;
+    };
+    const [kept, orphan] = [await sendTest(), await sendTest()];
+    await deleteEventUnderItsDeliveries(server, orphan.body.event_id);
+    const reason = 'The event of this delivery no longer exists, so it cannot be redelivered.';
+
+    await page.goto(`${server.url}/dashboard/developers/deliveries?id=${orphan.body.id}`);
+    await page.getByRole('heading', { name: `Delivery ${orphan.body.id}` }).waitFor();
+    const unavailable = page.getByRole('button', { name: 'Redeliver' });
+    assert.equal(await unavailable.isDisabled(), true, 'Redeliver is disabled for an eventless delivery');
+    const note = page.getByText(reason);
+    await note.waitFor();
+    assert.equal(await unavailable.getAttribute('aria-describedby'), await note.getAttribute('id'));
+    await checkPage(page, 'webhook-delivery-eventless');
+
+    await page.goto(`${server.url}/dashboard/developers/deliveries?id=${kept.body.id}`);
+    await page.getByRole('heading', { name: `Delivery ${kept.body.id}` }).waitFor();
+    assert.equal(await page.getByText(reason).count(), 0);
+    await page.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByText(/Redelivery .* was queued/).waitFor();
   });
 });

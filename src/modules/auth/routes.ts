@@ -78,6 +78,9 @@ export async function authRoutes(app: App, { ctx }: RouteOptions) {
         response: {
           200: LoginResult,
           401: ErrorResponse('The challenge is unknown, expired or used up, or the code is not valid.'),
+          429: ErrorResponse(
+            'Too many wrong two-factor codes for this account: retry after Retry-After seconds.',
+          ),
         },
       },
     },

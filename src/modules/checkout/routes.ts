@@ -6,7 +6,7 @@ import type { Executor } from '../../db/database.ts';
 import { apiKeyOf } from '../../http/auth.ts';
 import { DomainError, ValidationError } from '../../http/errors.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { asksProvider, ErrorResponse } from '../../http/schemas.ts';
+import { asksProvider, ErrorResponse, limitedPerAddress } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { CachedKeyNotConfirmed, lookUpCachedKey } from '../api-keys/service.ts';
 import { recordIdempotentResponseIn } from '../idempotency/service.ts';
@@ -153,6 +153,7 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
     {
       schema: {
         ...asksProvider,
+        ...limitedPerAddress,
         params: TokenParam,
         response: { 200: HostedCheckout, 404: CHECKOUT_NOT_FOUND },
       },
@@ -174,6 +175,7 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
       // write-ahead call: no answer is its `unknown` outcome, not a 503).
       schema: {
         ...asksProvider,
+        ...limitedPerAddress,
         params: TokenParam,
         body: PayBody,
         response: {
@@ -204,6 +206,7 @@ export async function checkoutPublicRoutes(app: App, { ctx }: RouteOptions) {
       // The payment is read and stopped at the provider before the checkout is canceled.
       schema: {
         ...asksProvider,
+        ...limitedPerAddress,
         params: TokenParam,
         response: {
           200: SyncStatusResult,

@@ -4,7 +4,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { ErrorResponse, NoContent } from '../../http/schemas.ts';
+import { ErrorResponse, limitedPerAddress, NoContent } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
@@ -109,6 +109,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     '/payment-links/public/:token/',
     {
       schema: {
+        ...limitedPerAddress,
         params: LinkTokenParam,
         response: { 200: LinkPreview, 404: LINK_NOT_FOUND, 410: LINK_GONE },
         description: 'Preview for the payment page; counts a view. 410 when unavailable.',
@@ -122,6 +123,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     {
       bodyLimit: PUBLIC_BODY_LIMIT,
       schema: {
+        ...limitedPerAddress,
         params: LinkTokenParam,
         body: StartLinkBody,
         response: { 201: CheckoutCreated, 404: LINK_NOT_FOUND, 410: LINK_GONE },

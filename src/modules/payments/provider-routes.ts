@@ -5,7 +5,7 @@
 import { Type } from 'typebox';
 import { sessionAuth } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
-import { asksProvider, ErrorResponse, Shape } from '../../http/schemas.ts';
+import { asksProvider, ErrorResponse, limitedPerAddress, Shape } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
@@ -86,6 +86,7 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
       // The answered payment (or trial setup) is read back from the provider at once.
       schema: {
         ...asksProvider,
+        ...limitedPerAddress,
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
         body: ChallengeAnswerBody,
         response: {

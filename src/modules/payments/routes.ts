@@ -5,7 +5,7 @@
 import { Type } from 'typebox';
 import { apiKeyOf, sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { asksProvider, ErrorResponse } from '../../http/schemas.ts';
+import { asksProvider, ErrorResponse, limitedPerAddress } from '../../http/schemas.ts';
 import type { ApiKeyRouteOptions, App, RouteOptions } from '../../http/types.ts';
 import { listPaymentsForKey } from './api-list.ts';
 import { listPayments } from './list.ts';
@@ -98,6 +98,7 @@ export async function providerWebhookRoutes(app: App, { ctx }: RouteOptions) {
       // What the webhook names is re-read from the provider; a 503 has the provider deliver it again.
       schema: {
         ...asksProvider,
+        ...limitedPerAddress,
         params: Type.Object({ provider: Type.String() }),
         response: {
           200: ProviderWebhookReceived,

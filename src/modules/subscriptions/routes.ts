@@ -4,7 +4,7 @@
 import { Type } from 'typebox';
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { PUBLIC_BODY_LIMIT } from '../../http/public.ts';
-import { ErrorResponse } from '../../http/schemas.ts';
+import { ErrorResponse, limitedPerAddress } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { actorOf } from '../audit/record.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
@@ -56,6 +56,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     '/subscriptions/public/:plan/',
     {
       schema: {
+        ...limitedPerAddress,
         params: PlanParam,
         response: { 200: PublicPlan, 404: PLAN_NOT_FOUND, 410: PLAN_GONE },
         description: 'What the signup page shows. 404 for an unknown plan, 410 for one no longer offered.',
@@ -69,6 +70,7 @@ async function publicRoutes(app: App, { ctx }: RouteOptions) {
     {
       bodyLimit: PUBLIC_BODY_LIMIT,
       schema: {
+        ...limitedPerAddress,
         params: PlanParam,
         body: StartLinkBody,
         response: { 201: CheckoutCreated, 404: PLAN_NOT_FOUND, 410: PLAN_GONE },

@@ -1,7 +1,7 @@
 // Request and response schemas of the webhook endpoints: validation, types and the OpenAPI document
 // from one source.
 import { Type } from 'typebox';
-import { ErrorResponse, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
+import { ErrorResponse, limitedPerAddress, Nullable, Page, Shape, Timestamp } from '../../http/schemas.ts';
 
 const tags = ['Webhooks'];
 
@@ -218,6 +218,7 @@ export const ListReceivedSchema = {
 };
 
 export const ReceiverSchema = {
+  ...limitedPerAddress,
   tags,
   summary: 'Public test receiver: accepts any POST up to 256 KiB and keeps it for the dashboard',
   params: Type.Object({ slug: Type.String({ maxLength: 100 }) }),

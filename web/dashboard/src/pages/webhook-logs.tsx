@@ -60,6 +60,9 @@ function DeliveryDetail({ id, onRedelivered }: { id: string; onRedelivered: () =
   const data = delivery.data;
   if (!data) return <Loading label="Loading the delivery…" />;
   const attempts = Array.isArray(data.attempts) ? (data.attempts as DeliveryAttempt[]) : [];
+  // The detail's payload is null only when the delivery's event no longer exists: redeliver/ answers 409
+  // for it (docs/webhooks.md), so the button is disabled and says why instead of offering that error.
+  const eventless = data.payload === null;
   return (
     <div className="delivery-detail">
       <h3>Delivery {String(data.id)}</h3>
@@ -68,7 +71,8 @@ function DeliveryDetail({ id, onRedelivered }: { id: string; onRedelivered: () =
         <button
           type="button"
           className="button secondary small"
-          disabled={redeliver.pending}
+          disabled={redeliver.pending || eventless}
+          aria-describedby={eventless ? 'redeliver-unavailable' : undefined}
           onClick={async () => {
             const created = await redeliver.run();
             if (created) {
@@ -83,6 +87,11 @@ function DeliveryDetail({ id, onRedelivered }: { id: string; onRedelivered: () =
           Refresh
         </button>
       </div>
+      {eventless ? (
+        <p id="redeliver-unavailable" className="muted small">
+          The event of this delivery no longer exists, so it cannot be redelivered.
+        </p>
+      ) : null}
       <FormError message={redeliver.error} />
       <h4>Attempts</h4>
       {attempts.length === 0 ? (
