@@ -12,21 +12,14 @@ import { syncRefunds } from '../src/modules/refunds/sync.ts';
 import { card, createCheckout, eventsOf, pay } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { eventStatuses, settlementsOf } from './helpers/provider-checks.ts';
-import {
-  call,
-  createTestKey,
-  createTestMerchant,
-  DB_KIND,
-  type Merchant,
-  type TestServer,
-} from './helpers/server.ts';
+import { call, createTestKey, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
 import {
   deliver,
   eventAbout,
   hostedStep,
   type Json,
   payInElement,
-  startWithStripe,
+  startShopWithStripe,
 } from './helpers/stripe.ts';
 import { assertLedgerBalanced } from './helpers/wallet-fixtures.ts';
 
@@ -37,9 +30,7 @@ describe(`the hosted checkout on Stripe (${DB_KIND})`, () => {
   let merchant: Merchant;
   let key: string;
   before(async () => {
-    ({ fake, server, close } = await startWithStripe({ worker: false }));
-    merchant = await createTestMerchant(server, 'Stripe Shop');
-    key = await createTestKey(server, merchant);
+    ({ fake, server, close, merchant, key } = await startShopWithStripe('Stripe Shop', { worker: false }));
   });
   after(() => close());
 

@@ -16,19 +16,11 @@ import { operationHandlers } from '../src/worker/loops.ts';
 import { createCheckout, paymentRow } from './helpers/checkout.ts';
 import type { FakeStripe, FaultRule } from './helpers/fake-stripe/server.ts';
 import { reconcile, settlementsOf } from './helpers/provider-checks.ts';
-import {
-  call,
-  createTestKey,
-  createTestMerchant,
-  DB_KIND,
-  type Merchant,
-  type TestServer,
-} from './helpers/server.ts';
-import { hostedStep, type Json, startWithStripe } from './helpers/stripe.ts';
+import { call, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
+import { CANCEL_PATH, hostedStep, type Json, startShopWithStripe } from './helpers/stripe.ts';
 
 const DAY = 86_400_000;
 const SCHEDULE_MS = [300, 600, 1200, 2400, 4800];
-const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
 const readPath = /^\/v1\/payment_intents\//;
 
 describe(`expiry at a Stripe that stops answering ends flagged for review (${DB_KIND})`, () => {
@@ -39,7 +31,7 @@ describe(`expiry at a Stripe that stops answering ends flagged for review (${DB_
   let key: string;
   let offsetMs = 0;
   before(async () => {
-    ({ fake, server, close } = await startWithStripe({
+    ({ fake, server, close, merchant, key } = await startShopWithStripe('Silent Stripe Shop', {
       worker: false,
       clock: () => new Date(Date.now() + offsetMs),
       env: {
@@ -47,8 +39,6 @@ describe(`expiry at a Stripe that stops answering ends flagged for review (${DB_
         KASSA_RECONCILE_SCHEDULE_MS: SCHEDULE_MS.join(','),
       },
     }));
-    merchant = await createTestMerchant(server, 'Silent Stripe Shop');
-    key = await createTestKey(server, merchant);
   });
   after(() => close());
 
@@ -68,8 +58,8 @@ describe(`expiry at a Stripe that stops answering ends flagged for review (${DB_
    */
   function silence(landed: boolean) {
     const fail = (rule: FaultRule) => injected.push(fake.fail(rule));
-    if (landed) fail({ method: 'POST', path: cancelPath, mode: '500_after_success', times: 2 });
-    fail({ method: 'POST', path: cancelPath, mode: '500', times: 1_000_000 });
+    if (landed) fail({ method: 'POST', path: CANCEL_PATH, mode: '500_after_success', times: 2 });
+    fail({ method: 'POST', path: CANCEL_PATH, mode: '500', times: 1_000_000 });
     const silenceReads = () => fail({ method: 'GET', path: readPath, mode: '500', times: 1_000_000 });
     if (!landed) silenceReads();
     return { silenceReads, stop: stopFaults };

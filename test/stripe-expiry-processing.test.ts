@@ -19,12 +19,18 @@ import { operationHandlers } from '../src/worker/loops.ts';
 import { createCheckout, paymentRow, syncStatus } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { eventStatuses, flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
-import { createTestKey, createTestMerchant, DB_KIND, type TestServer } from './helpers/server.ts';
-import { deliver, eventAbout, hostedStep, startWithStripe } from './helpers/stripe.ts';
+import { DB_KIND, type TestServer } from './helpers/server.ts';
+import {
+  CANCEL_PATH,
+  cancelsSent,
+  deliver,
+  eventAbout,
+  hostedStep,
+  startShopWithStripe,
+} from './helpers/stripe.ts';
 
 const DAY = 86_400_000;
 const SCHEDULE_MS = [300, 600, 1200, 2400, 4800];
-const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
 
 describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB_KIND})`, () => {
   let fake: FakeStripe;
@@ -33,18 +39,13 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   let key: string;
   let offsetMs = 0;
   before(async () => {
-    ({ fake, server, close } = await startWithStripe({
+    ({ fake, server, close, key } = await startShopWithStripe('Bank Debit Shop', {
       worker: false,
       clock: () => new Date(Date.now() + offsetMs),
       env: { KASSA_PROVIDER_TIMEOUT_MS: '1500', KASSA_RECONCILE_SCHEDULE_MS: SCHEDULE_MS.join(',') },
     }));
-    const merchant = await createTestMerchant(server, 'Bank Debit Shop');
-    key = await createTestKey(server, merchant);
   });
   after(() => close());
-
-  const cancels = () =>
-    fake.requests.filter((request) => request.method === 'POST' && cancelPath.test(request.path));
 
   /** A checkout whose PaymentIntent the page opened; Kassa's payment is `processing`, taking attempts. */
   async function openedCheckout() {
@@ -60,13 +61,14 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
       clientSecret: provider.client_secret as string,
     };
   }
+  type OpenedCheckout = Awaited<ReturnType<typeof openedCheckout>>;
 
   /**
    * The expirer's round on the expired checkout fails nothing: the payment is `pending` (the bank is
    * deciding), the PaymentIntent still processing, no stop handed to the reconciler, and later rounds
    * leave the payment to the sync loop.
    */
-  async function expiredPending(checkout: Awaited<ReturnType<typeof openedCheckout>>) {
+  async function expiredPending(checkout: OpenedCheckout) {
     assert.equal(await expireCheckouts(server.ctx), 0, 'nothing failed');
     const row = await paymentRow(server, checkout.transactionId);
     assert.equal(row.status, 'pending', 'not failed while the bank may still pay');
@@ -78,14 +80,14 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   }
 
   /** The bank pays the processing PaymentIntent; the sync loop reads it: paid, settled once, no conflict. */
-  async function bankPays(checkout: Awaited<ReturnType<typeof openedCheckout>>) {
+  async function bankPays(checkout: OpenedCheckout) {
     fake.ledger.settleProcessing(checkout.intentId);
     assert.ok((await syncDuePayments(server.ctx)) >= 1);
     await paidOnce(checkout);
   }
 
   /** The payment is paid, settled once, no conflict, never failed; a read again settles nothing twice. */
-  async function paidOnce(checkout: Awaited<ReturnType<typeof openedCheckout>>) {
+  async function paidOnce(checkout: OpenedCheckout) {
     const paid = await paymentRow(server, checkout.transactionId);
     assert.equal(paid.status, 'paid');
     assert.equal(paid.provider_conflict, null);
@@ -105,9 +107,9 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     assert.equal((await paymentRow(server, checkout.transactionId)).status, 'processing');
 
     offsetMs += DAY + 1000;
-    const cancelsBefore = cancels().length;
+    const cancelsBefore = cancelsSent(fake);
     await expiredPending(checkout);
-    assert.equal(cancels().length, cancelsBefore, 'a payment the bank is deciding is not stopped');
+    assert.equal(cancelsSent(fake), cancelsBefore, 'a payment the bank is deciding is not stopped');
     await bankPays(checkout);
   });
 
@@ -116,12 +118,12 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     offsetMs += DAY + 1000;
     // The last look finds the PaymentIntent waiting for a payment method; just before Kassa's cancel
     // reaches Stripe, the customer's browser confirms it with a bank debit.
-    fake.interleave('POST', cancelPath, () => {
+    fake.interleave('POST', CANCEL_PATH, () => {
       fake.ledger.confirmPaymentIntent(checkout.intentId, { payment_method: 'pm_fake_processing' });
     });
-    const cancelsBefore = cancels().length;
+    const cancelsBefore = cancelsSent(fake);
     await expiredPending(checkout);
-    assert.equal(cancels().length - cancelsBefore, 1, 'Kassa asked Stripe to cancel, once: refused');
+    assert.equal(cancelsSent(fake) - cancelsBefore, 1, 'Kassa asked Stripe to cancel, once: refused');
     await bankPays(checkout);
   });
 
@@ -129,7 +131,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     const checkout = await openedCheckout();
     offsetMs += DAY + 1000;
     // The cancel goes unanswered (the SDK sends a 5xx once more): the stop is the reconciler's.
-    const silent = fake.fail({ method: 'POST', path: cancelPath, mode: '500', times: 2 });
+    const silent = fake.fail({ method: 'POST', path: CANCEL_PATH, mode: '500', times: 2 });
     assert.equal(await expireCheckouts(server.ctx), 0);
     silent.stop();
     const operationKey = `kassa-cancel-${checkout.transactionId}`;
@@ -166,13 +168,24 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   }
 
   /**
+   * The bank declines the processing PaymentIntent; Kassa has not read it yet. Returns the payment's
+   * events and the count of Kassa's cancels before, for `declinedAndFailed`.
+   */
+  async function bankDeclines(checkout: OpenedCheckout) {
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    const cancelsBefore = cancelsSent(fake);
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    return { eventsBefore, cancelsBefore };
+  }
+
+  /**
    * The bank declined the pending payment and a read has seen it: the PaymentIntent canceled at Stripe
    * (`cancelsMade` cancels since `cancelsBefore`), the payment failed with one event that carries the
    * bank's declined attempt, nothing settled, no conflict. The page's client secret can no longer confirm
    * it, and later reads and expiry rounds change nothing.
    */
   async function declinedAndFailed(
-    checkout: Awaited<ReturnType<typeof openedCheckout>>,
+    checkout: OpenedCheckout,
     eventsBefore: string[],
     cancelsBefore: number,
     cancelsMade = 1,
@@ -182,7 +195,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     assert.equal(row.provider_conflict, null);
     assert.equal(await settlementsOf(server.ctx, row.id), 0);
     assert.equal(fake.ledger.intent(checkout.intentId).status, 'canceled');
-    assert.equal(cancels().length - cancelsBefore, cancelsMade);
+    assert.equal(cancelsSent(fake) - cancelsBefore, cancelsMade);
     assert.deepEqual(await eventStatuses(server.ctx, checkout.transactionId), [...eventsBefore, 'failed']);
     const attempts = await server.ctx.db
       .selectFrom('deposit_attempts')
@@ -208,20 +221,14 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     await fake.confirmInBrowser(checkout.clientSecret, 'pm_fake_processing');
     offsetMs += DAY + 1000;
     await expiredPending(checkout);
-    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
-    const cancelsBefore = cancels().length;
-
-    fake.ledger.settleProcessing(checkout.intentId, false);
+    const { eventsBefore, cancelsBefore } = await bankDeclines(checkout);
     assert.ok((await syncDuePayments(server.ctx)) >= 1);
     await declinedAndFailed(checkout, eventsBefore, cancelsBefore);
   });
 
   test("the bank declines before the checkout expires: Stripe's payment_failed webhook cancels the PaymentIntent and fails the payment at once; the checkout reads FAILED", async () => {
     const checkout = await pendingCheckout();
-    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
-    const cancelsBefore = cancels().length;
-
-    fake.ledger.settleProcessing(checkout.intentId, false);
+    const { eventsBefore, cancelsBefore } = await bankDeclines(checkout);
     const failed = await deliver(
       server,
       fake,
@@ -243,10 +250,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
 
   test('reads at once after the bank declines (two sync loops and the webhook): one move to failed, one event, the PaymentIntent canceled', async () => {
     const checkout = await pendingCheckout();
-    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
-    const cancelsBefore = cancels().length;
-
-    fake.ledger.settleProcessing(checkout.intentId, false);
+    const { eventsBefore, cancelsBefore } = await bankDeclines(checkout);
     const target = await paymentRow(server, checkout.transactionId);
     const event = eventAbout(fake, 'payment_intent.payment_failed', checkout.intentId);
     const [first, second, webhook] = await Promise.all([
@@ -258,7 +262,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     assert.equal(Number(first) + Number(second) + Number(webhook.body.payments), 1, 'one read moved it');
     // Each read that found it pending asked Stripe to cancel (those after the first are refused, and read
     // it canceled); one that found it failed already asked nothing.
-    const made = cancels().length - cancelsBefore;
+    const made = cancelsSent(fake) - cancelsBefore;
     assert.ok(made >= 1 && made <= 3, `${made} cancels`);
     await declinedAndFailed(checkout, eventsBefore, cancelsBefore, made);
   });
@@ -271,12 +275,12 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   async function confirmedAgainAtTheCancel(paymentMethod: string, status: 'succeeded' | 'processing') {
     const checkout = await pendingCheckout();
     fake.ledger.settleProcessing(checkout.intentId, false);
-    fake.interleave('POST', cancelPath, () => {
+    fake.interleave('POST', CANCEL_PATH, () => {
       fake.ledger.confirmPaymentIntent(checkout.intentId, { payment_method: paymentMethod });
     });
-    const cancelsBefore = cancels().length;
+    const cancelsBefore = cancelsSent(fake);
     await syncDuePayments(server.ctx);
-    assert.equal(cancels().length - cancelsBefore, 1, 'Kassa asked Stripe to cancel, once: refused');
+    assert.equal(cancelsSent(fake) - cancelsBefore, 1, 'Kassa asked Stripe to cancel, once: refused');
     assert.equal(fake.ledger.intent(checkout.intentId).status, status);
     return checkout;
   }
@@ -294,9 +298,8 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
 
   test("a cancel Stripe does not answer after the decline: the payment stays pending and the stop is the reconciler's (reads leave it), whose read cancels the PaymentIntent and fails the payment", async () => {
     const checkout = await pendingCheckout();
-    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
-    fake.ledger.settleProcessing(checkout.intentId, false);
-    const silent = fake.fail({ method: 'POST', path: cancelPath, mode: '500', times: 2 });
+    const { eventsBefore } = await bankDeclines(checkout);
+    const silent = fake.fail({ method: 'POST', path: CANCEL_PATH, mode: '500', times: 2 });
     await syncDuePayments(server.ctx);
     silent.stop();
     const operationKey = `kassa-cancel-${checkout.transactionId}`;
@@ -308,9 +311,9 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     assert.deepEqual(withDecline, [...eventsBefore, 'pending']);
 
     // Stripe answers again; the sync loop's reads leave the stop to the reconciler.
-    const cancelsBefore = cancels().length;
+    const cancelsBefore = cancelsSent(fake);
     await syncDuePayments(server.ctx);
-    assert.equal(cancels().length, cancelsBefore);
+    assert.equal(cancelsSent(fake), cancelsBefore);
     assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
 
     offsetMs += SCHEDULE_MS[0];
@@ -328,7 +331,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     const checkout = await pendingCheckout();
     fake.ledger.settleProcessing(checkout.intentId, false);
     const mode = landed ? '500_after_success' : '500';
-    const silent = fake.fail({ method: 'POST', path: cancelPath, mode, times: 2 });
+    const silent = fake.fail({ method: 'POST', path: CANCEL_PATH, mode, times: 2 });
     await syncDuePayments(server.ctx);
     silent.stop();
     const operationKey = `kassa-cancel-${checkout.transactionId}`;
@@ -344,7 +347,7 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   test('a flagged stop of a declined payment whose cancel landed: kassa operation resolve reads the PaymentIntent canceled and records the payment failed, never canceled', async () => {
     const checkout = await declineStopFlagged(true);
     assert.equal(fake.ledger.intent(checkout.intentId).status, 'canceled');
-    const cancelsBefore = cancels().length;
+    const cancelsBefore = cancelsSent(fake);
     const resolved = await resolveFlaggedOperation(server.ctx, operationHandlers, checkout.operationKey);
     assert.deepEqual(
       [resolved.outcome, resolved.payment_status, resolved.waiting],
@@ -357,14 +360,14 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     const checkout = await declineStopFlagged(false);
     assert.equal(fake.ledger.intent(checkout.intentId).status, 'requires_payment_method');
     // Flagged, the stop is no read's to make.
-    let cancelsBefore = cancels().length;
+    let cancelsBefore = cancelsSent(fake);
     await syncDuePayments(server.ctx);
-    assert.equal(cancels().length, cancelsBefore);
+    assert.equal(cancelsSent(fake), cancelsBefore);
     const resolved = await resolveFlaggedOperation(server.ctx, operationHandlers, checkout.operationKey);
     assert.deepEqual([resolved.outcome, resolved.payment_status], ['pending', 'pending']);
     assert.equal(resolved.waiting, 'still processing at the provider');
-    assert.equal(cancels().length, cancelsBefore, 'the resolution only reads');
-    cancelsBefore = cancels().length;
+    assert.equal(cancelsSent(fake), cancelsBefore, 'the resolution only reads');
+    cancelsBefore = cancelsSent(fake);
     assert.ok((await syncDuePayments(server.ctx)) >= 1);
     await declinedAndFailed(checkout, checkout.eventsBefore, cancelsBefore);
   });

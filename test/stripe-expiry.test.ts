@@ -17,7 +17,16 @@ import {
   type Merchant,
   type TestServer,
 } from './helpers/server.ts';
-import { deliver, eventAbout, hostedStep, type Json, startWithStripe } from './helpers/stripe.ts';
+import {
+  CANCEL_PATH,
+  cancelsSent,
+  deliver,
+  eventAbout,
+  hostedStep,
+  type Json,
+  startShopWithStripe,
+  startWithStripe,
+} from './helpers/stripe.ts';
 
 const DAY = 86_400_000;
 /** KASSA_RECONCILE_SCHEDULE_MS's first read, by default a minute after the call. */
@@ -32,12 +41,10 @@ describe(`expiry and cancel stop the provider payment (${DB_KIND})`, () => {
   let sandboxKey: string;
   let offsetMs = 0;
   before(async () => {
-    ({ fake, server, close } = await startWithStripe({
+    ({ fake, server, close, merchant, key } = await startShopWithStripe('Expiry Shop', {
       worker: false,
       clock: () => new Date(Date.now() + offsetMs),
     }));
-    merchant = await createTestMerchant(server, 'Expiry Shop');
-    key = await createTestKey(server, merchant);
     sandboxKey = await createTestKey(server, merchant, { environment: 'sandbox' });
   });
   after(() => close());
@@ -189,10 +196,6 @@ describe(`expiry when Stripe does not answer the cancel (${DB_KIND})`, () => {
     };
   }
 
-  const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
-  const cancelsSoFar = () =>
-    fake.requests.filter((request) => request.method === 'POST' && cancelPath.test(request.path)).length;
-
   const unanswered: [string, Omit<FaultRule, 'method' | 'path'>][] = [
     // The SDK sends a 5xx once more (maxNetworkRetries 1); a 429 it does not.
     ['a 500', { mode: '500', times: 2 }],
@@ -202,10 +205,10 @@ describe(`expiry when Stripe does not answer the cancel (${DB_KIND})`, () => {
     test(`a cancel answered by ${name} leaves the payment processing; a success the browser made meanwhile is paid, the link's one use held`, async () => {
       const checkout = await oneUseLinkCheckout();
       offsetMs += DAY + 1000;
-      const before = cancelsSoFar();
-      fake.fail({ method: 'POST', path: cancelPath, ...fault });
+      const before = cancelsSent(fake);
+      fake.fail({ method: 'POST', path: CANCEL_PATH, ...fault });
       assert.equal(await expireCheckouts(server.ctx), 0, 'the cancel is not settled: nothing failed');
-      assert.equal(cancelsSoFar() - before, fault.times, 'Kassa asked Stripe to cancel');
+      assert.equal(cancelsSent(fake) - before, fault.times, 'Kassa asked Stripe to cancel');
       const row = await paymentOf(checkout.transactionId);
       assert.equal(row.status, 'processing', "not failed without the provider's word");
       const intentId = row.provider_payment_id as string;
@@ -213,7 +216,7 @@ describe(`expiry when Stripe does not answer the cancel (${DB_KIND})`, () => {
       assert.equal(await checkout.usesCount(), 1);
       assert.equal((await checkout.start()).status, 410, "the waiting payment holds the link's use");
       // The customer's sync-status makes the same last look and cancel: unanswered, it fails nothing either.
-      fake.fail({ method: 'POST', path: cancelPath, ...fault });
+      fake.fail({ method: 'POST', path: CANCEL_PATH, ...fault });
       const sync = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
         body: { token: checkout.token },
       });
@@ -242,7 +245,7 @@ describe(`expiry when Stripe does not answer the cancel (${DB_KIND})`, () => {
   test("a cancel Stripe made but whose answer was lost (a timeout) fails the payment once it is read; the link's use is given back", async () => {
     const checkout = await oneUseLinkCheckout();
     offsetMs += DAY + 1000;
-    fake.fail({ method: 'POST', path: cancelPath, mode: 'timeout_after_success', times: 2 });
+    fake.fail({ method: 'POST', path: CANCEL_PATH, mode: 'timeout_after_success', times: 2 });
     assert.equal(await expireCheckouts(server.ctx), 0);
     const row = await paymentOf(checkout.transactionId);
     assert.equal(row.status, 'processing', 'no answer: not failed yet');

@@ -8,8 +8,8 @@ import { createCheckout } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { signWithHmac } from './helpers/fake-stripe/server.ts';
 import { eventStatuses, settlementsOf } from './helpers/provider-checks.ts';
-import { call, createTestKey, createTestMerchant, DB_KIND, type TestServer } from './helpers/server.ts';
-import { deliver, eventAbout, hostedStep, type Json, startWithStripe } from './helpers/stripe.ts';
+import { call, DB_KIND, type TestServer } from './helpers/server.ts';
+import { deliver, eventAbout, hostedStep, type Json, startShopWithStripe } from './helpers/stripe.ts';
 
 describe(`Stripe webhooks (${DB_KIND})`, () => {
   let fake: FakeStripe;
@@ -17,9 +17,7 @@ describe(`Stripe webhooks (${DB_KIND})`, () => {
   let close: () => Promise<void>;
   let key: string;
   before(async () => {
-    ({ fake, server, close } = await startWithStripe({ worker: false }));
-    const merchant = await createTestMerchant(server, 'Webhook Shop');
-    key = await createTestKey(server, merchant);
+    ({ fake, server, close, key } = await startShopWithStripe('Webhook Shop', { worker: false }));
   });
   after(() => close());
 

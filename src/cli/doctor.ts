@@ -77,7 +77,7 @@ async function checkConflicts(db: Kysely<Database>): Promise<Line[]> {
 async function flaggedLine(counts: { kind: string; count: number }[]): Promise<Line> {
   const total = counts.reduce((sum, { count }) => sum + count, 0);
   if (total === 0) return ['ok', 'no provider call is flagged for review'];
-  const { RENEWAL_KIND } = await import('../modules/subscriptions/renew.ts');
+  const { RENEWAL_KIND } = await import('../modules/subscriptions/renewal-cycles.ts');
   const renewals = counts.find(({ kind }) => kind === RENEWAL_KIND)?.count ?? 0;
   const kinds = counts.map(({ kind, count }) => `${count} ${kind}`).join(', ');
   return [

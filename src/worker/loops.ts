@@ -9,7 +9,9 @@ import {
 } from '../modules/payments/sync.ts';
 import { nextRefundSyncDue, refundOperationHandlers, syncRefunds } from '../modules/refunds/sync.ts';
 import { pruneExpiredRecords } from '../modules/retention/prune.ts';
-import { nextRenewalDue, renewalOperationHandlers, runRenewals } from '../modules/subscriptions/renew.ts';
+import { runRenewals } from '../modules/subscriptions/renew.ts';
+import { nextRenewalDue } from '../modules/subscriptions/renewal-clock.ts';
+import { renewalOperationHandlers } from '../modules/subscriptions/renewal-readback.ts';
 import { signupOperationHandlers } from '../modules/subscriptions/signup.ts';
 import { releaseDueReserves } from '../modules/wallet/reserve.ts';
 import { webhookLoops } from '../modules/webhooks/loops.ts';

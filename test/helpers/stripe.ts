@@ -6,6 +6,9 @@ import { type FakeStripe, signWithHmac, signWithSdk, startFakeStripe } from './f
 import {
   type ApiResponse,
   call,
+  createTestKey,
+  createTestMerchant,
+  type Merchant,
   type StartTestServerOptions,
   startTestServer,
   type TestServer,
@@ -23,9 +26,14 @@ export function stripeEnv(fake: FakeStripe): Record<string, string> {
   };
 }
 
-export async function startWithStripe(
-  options: StartTestServerOptions = {},
-): Promise<{ fake: FakeStripe; server: TestServer; close: () => Promise<void> }> {
+/** Kassa started against a fake Stripe of its own; `close` stops both. */
+export interface StartedWithStripe {
+  fake: FakeStripe;
+  server: TestServer;
+  close: () => Promise<void>;
+}
+
+export async function startWithStripe(options: StartTestServerOptions = {}): Promise<StartedWithStripe> {
   const fake = await startFakeStripe();
   const server = await startTestServer({ ...options, env: { ...stripeEnv(fake), ...options.env } });
   return {
@@ -36,6 +44,26 @@ export async function startWithStripe(
       await fake.close();
     },
   };
+}
+
+/** startWithStripe, and a merchant called `shop` with a production API key (`key`). */
+export async function startShopWithStripe(
+  shop: string,
+  options: StartTestServerOptions = {},
+): Promise<StartedWithStripe & { merchant: Merchant; key: string }> {
+  const started = await startWithStripe(options);
+  const merchant = await createTestMerchant(started.server, shop);
+  const key = await createTestKey(started.server, merchant);
+  return { ...started, merchant, key };
+}
+
+/** The path of Kassa's cancel of a PaymentIntent at Stripe. */
+export const CANCEL_PATH = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
+
+/** How many cancels of a PaymentIntent Kassa has sent the fake Stripe so far. */
+export function cancelsSent(fake: FakeStripe): number {
+  return fake.requests.filter((request) => request.method === 'POST' && CANCEL_PATH.test(request.path))
+    .length;
 }
 
 /** The hosted step as the page reads it: opens the PaymentIntent on the first read. */

@@ -22,7 +22,8 @@ import { type Actor, recordAudit } from '../audit/record.ts';
 import { movePayment } from '../payments/transitions.ts';
 import type { SubscriptionStatus } from './dunning.ts';
 import { periodBounds, periodIndexAt } from './periods.ts';
-import { advanceClock, clockOf, renewalInFlight } from './renew.ts';
+import { advanceClock } from './renewal-clock.ts';
+import { clockOf, renewalInFlight } from './renewal-cycles.ts';
 import { createUpdateCardLink } from './signup.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 

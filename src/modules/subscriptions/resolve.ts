@@ -30,19 +30,9 @@ import { NEVER_MADE, operationByKey, settleFlaggedOperation } from '../../provid
 import type { OperationRow } from '../../provider/operations/table.ts';
 import type { KnownOutcome, ProviderOutcome, ProviderPaymentState } from '../../provider/types.ts';
 import { type Actor, OPERATOR, recordAudit } from '../audit/record.ts';
-import {
-  CYCLE_SUBJECT,
-  clockOf,
-  flush,
-  lockCycle,
-  type Outbox,
-  outcomeOfTry,
-  putTryBack,
-  RENEWAL_KIND,
-  recordTry,
-  tryNumberOf,
-  waitsForTry,
-} from './renew.ts';
+import { putTryBack, recordTry, waitsForTry } from './renewal-answers.ts';
+import { CYCLE_SUBJECT, clockOf, flush, lockCycle, type Outbox, RENEWAL_KIND } from './renewal-cycles.ts';
+import { outcomeOfTry, tryNumberOf } from './renewal-readback.ts';
 
 export type RenewalResolution = 'paid' | 'not_charged';
 

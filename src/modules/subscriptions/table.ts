@@ -78,8 +78,8 @@ export interface SubscriptionCyclesTable {
   leased_by: string | null;
   lease_until: string | null;
   /**
-   * When the provider began refusing the try now waiting (a refused key, a rate limit: renew.ts), on the
-   * subscription's clock; null when it is not refusing (migration 023).
+   * When the provider began refusing the try now waiting (a refused key, a rate limit:
+   * renewal-answers.ts), on the subscription's clock; null when it is not refusing (migration 023).
    */
   provider_errors_since: string | null;
   /** The renewal payment (payments.id) of the successful try. */

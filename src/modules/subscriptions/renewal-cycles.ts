@@ -1,0 +1,214 @@
+// What the renewal's steps (renew.ts, renewal-answers.ts) and the subscription's own commands (manage.ts,
+// resolve.ts) share about a subscription's cycles: the names of a try's write-ahead operation, the
+// subscription's clock, the locks taken (subscription, then cycle), and the moves of a cycle and its
+// subscription that a dunning step, a void or a cancel at the period's end make, in the caller's
+// transaction. Mails decided in a transaction wait in an Outbox until it has committed.
+import type { AppContext } from '../../context.ts';
+import { isPostgres } from '../../db/connection.ts';
+import type { Executor } from '../../db/database.ts';
+import { READ_OPERATION_STATES } from '../../provider/operations/table.ts';
+import { movePayment } from '../payments/transitions.ts';
+import type { CustomerMail, DunningStep } from './dunning.ts';
+import { sendCustomerMail } from './mails.ts';
+import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
+
+export const RENEWAL_KIND = 'renewal_charge';
+export const CYCLE_SUBJECT = 'subscription_cycle';
+
+/** The idempotency key of try `tryNumber` of a cycle (its write-ahead operation's). */
+export function renewalKey(cycleId: number, tryNumber: number): string {
+  return `kassa-renew-${cycleId}-${tryNumber}`;
+}
+
+type Plan = Pick<
+  SubscriptionPlanRow,
+  'name' | 'interval' | 'interval_count' | 'public_id' | 'amount' | 'currency'
+>;
+export type SubscriptionWithPlan = SubscriptionRow & { plan: Plan };
+
+/** The time a subscription lives in: its test clock, or real time. */
+export function clockOf(ctx: AppContext, subscription: Pick<SubscriptionRow, 'test_clock_at'>): Date {
+  return subscription.test_clock_at === null ? ctx.clock() : new Date(subscription.test_clock_at);
+}
+
+/** The subscription with its plan, locked for the rest of the transaction on PostgreSQL. */
+export async function lockSubscription(trx: Executor, id: number): Promise<SubscriptionWithPlan> {
+  let query = trx.selectFrom('subscriptions').selectAll().where('id', '=', id);
+  if (isPostgres(trx)) query = query.forUpdate();
+  const row = await query.executeTakeFirstOrThrow();
+  const plan = await trx
+    .selectFrom('subscription_plans')
+    .select(['name', 'interval', 'interval_count', 'public_id', 'amount', 'currency'])
+    .where('id', '=', row.plan_id)
+    .executeTakeFirstOrThrow();
+  return { ...row, plan };
+}
+
+/** Mails to send once the transaction that decided them has committed. */
+export type Outbox = { subscriptionId: number; mail: CustomerMail }[];
+
+export async function flush(ctx: AppContext, outbox: Outbox) {
+  for (const { subscriptionId, mail } of outbox) await sendCustomerMail(ctx, subscriptionId, mail);
+}
+
+/** Closes a cycle without a charge (void: canceled; uncollectible: given up) and its open payment. */
+export async function closeCycle(
+  trx: Executor,
+  cycle: SubscriptionCycleRow,
+  status: 'void' | 'uncollectible',
+  nowIso: string,
+  realNowIso: string,
+) {
+  await trx
+    .updateTable('subscription_cycles')
+    .set({ status, next_attempt_at: null, leased_by: null, lease_until: null, updated_at: nowIso })
+    .where('id', '=', cycle.id)
+    .execute();
+  if (cycle.payment_id !== null) {
+    await movePayment(
+      trx,
+      cycle.payment_id,
+      'processing',
+      status === 'void' ? 'canceled' : 'failed',
+      realNowIso,
+    );
+  }
+}
+
+/** Whether the merchant's cancel at the period's end is due: asked for, and that period has ended. */
+export function periodEndCancelDue(subscription: SubscriptionRow, nowIso: string): boolean {
+  return (
+    subscription.cancel_at_period_end === 1 &&
+    subscription.status !== 'canceled' &&
+    subscription.next_renewal_at !== null &&
+    Date.parse(subscription.next_renewal_at) <= Date.parse(nowIso)
+  );
+}
+
+/**
+ * The cancel at the period's end, once that end has come and no try is in flight: canceled then
+ * (`canceled_at` = the period's end, reason merchant), and, as cancel now does, a cycle still being
+ * collected is void and its renewal payment canceled. No try is made at or after the period's end
+ * (prepareTry), so every charge of the subscription was made before canceled_at.
+ */
+export async function cancelAtPeriodEnd(
+  trx: Executor,
+  subscription: SubscriptionRow,
+  nowIso: string,
+  realNowIso: string,
+) {
+  const open = await trx
+    .selectFrom('subscription_cycles')
+    .selectAll()
+    .where('subscription_id', '=', subscription.id)
+    .where('status', 'in', ['processing', 'retrying'])
+    .execute();
+  for (const cycle of open) await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+  await trx
+    .updateTable('subscriptions')
+    .set({
+      status: 'canceled',
+      canceled_at: subscription.next_renewal_at,
+      cancel_reason: 'merchant',
+      next_renewal_at: null,
+      updated_at: nowIso,
+    })
+    .where('id', '=', subscription.id)
+    .execute();
+}
+
+/** Applies a dunning step to the cycle and its subscription (in the caller's transaction). */
+export async function applyStep(
+  trx: Executor,
+  subscription: SubscriptionWithPlan,
+  cycle: SubscriptionCycleRow,
+  step: DunningStep,
+  nowIso: string,
+  realNowIso: string,
+) {
+  if (step.cycleStatus === 'uncollectible') {
+    await closeCycle(trx, cycle, 'uncollectible', nowIso, realNowIso);
+  } else {
+    await trx
+      .updateTable('subscription_cycles')
+      .set({
+        status: step.cycleStatus,
+        next_attempt_at: step.nextAttemptAt?.toISOString() ?? null,
+        needs_new_card: step.needsNewCard ? 1 : 0,
+        leased_by: null,
+        lease_until: null,
+        updated_at: nowIso,
+      })
+      .where('id', '=', cycle.id)
+      .execute();
+  }
+  if (subscription.status === 'canceled') return;
+  const canceled = step.subscriptionStatus === 'canceled';
+  await trx
+    .updateTable('subscriptions')
+    .set({
+      status: step.subscriptionStatus,
+      ...(canceled
+        ? {
+            canceled_at: nowIso,
+            cancel_reason: step.cancelReason,
+            next_renewal_at: null,
+            cancel_at_period_end: 0,
+          }
+        : {}),
+      updated_at: nowIso,
+    })
+    .where('id', '=', subscription.id)
+    .execute();
+}
+
+/** A cycle with its subscription locked (in the caller's transaction), re-read under the lock. */
+export async function lockCycle(trx: Executor, cycleId: number) {
+  const first = await trx
+    .selectFrom('subscription_cycles')
+    .select('subscription_id')
+    .where('id', '=', cycleId)
+    .executeTakeFirstOrThrow();
+  const subscription = await lockSubscription(trx, first.subscription_id);
+  const cycle = await trx
+    .selectFrom('subscription_cycles')
+    .selectAll()
+    .where('id', '=', cycleId)
+    .executeTakeFirstOrThrow();
+  return { subscription, cycle };
+}
+
+/**
+ * Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now and the
+ * cancel at the period's end wait). A try flagged after the reconciler's last read is not: nobody will
+ * read it again, so waiting for it would hold the subscription for ever. It is on the payment's review
+ * in the dashboard (payments/review.ts) and the operator resolves it (resolve.ts); if the provider
+ * later shows it charged after the cycle was voided, the payment records a provider_conflict instead of
+ * becoming paid (applyProviderState).
+ */
+export async function renewalInFlight(
+  trx: Executor,
+  subscriptionId: number,
+  realNowIso: string,
+): Promise<boolean> {
+  const cycles = await trx
+    .selectFrom('subscription_cycles')
+    .select(['id', 'lease_until'])
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', 'in', ['processing', 'retrying'])
+    .execute();
+  if (cycles.some((cycle) => cycle.lease_until !== null && cycle.lease_until > realNowIso)) return true;
+  if (cycles.length === 0) return false;
+  const open = await trx
+    .selectFrom('provider_operations')
+    .select('id')
+    .where('subject_type', '=', CYCLE_SUBJECT)
+    .where(
+      'subject_id',
+      'in',
+      cycles.map((cycle) => cycle.id),
+    )
+    .where('state', 'in', READ_OPERATION_STATES)
+    .executeTakeFirst();
+  return open !== undefined;
+}
