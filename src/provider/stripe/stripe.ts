@@ -158,7 +158,7 @@ export class StripeProvider implements PaymentProvider {
       // payment method (the retry confirms it again); a confirm Stripe refused as an invalid request (an
       // intent in the wrong state: payment_intent_unexpected_state) may find it succeeded already (an
       // earlier confirm whose answer Kassa never recorded), still processing, or canceled. The refusal
-      // says nothing of the charge: the caller goes by the state (renew.ts, answerOfTry), never takes
+      // says nothing of the charge: the caller goes by the state (dunning.ts, answerOfTry), never takes
       // the refusal alone for a decline. A read that fails throws: unknown, read back by the reconciler.
       // A PaymentIntent canceled at Stripe (an operator in the Dashboard) is final and was never charged:
       // the refusal is this try's failure, as `canceled`, and the next try charges a new payment (renew.ts).
