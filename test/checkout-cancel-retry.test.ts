@@ -2,7 +2,8 @@
 // Retry-After ("nothing was changed; try again"), so the retry must answer what a first cancel answers: 200
 // CANCELED, even when Stripe made the cancel and only its answer was lost (the retry's own read, or the sync
 // loop's, or a webhook's, then finds the PaymentIntent canceled). A retry while Stripe still does not answer
-// is 503 again, never 410; and a payment the browser completed meanwhile is paid, never shown canceled.
+// is 503 again, never 410; and a payment the browser completed meanwhile is paid, never shown canceled:
+// the retry answers that outcome (200 SUCCESS), as any cancel whose own look finds the payment decided.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { PROVIDER_RETRY_AFTER_S } from '../src/http/errors.ts';
@@ -140,14 +141,17 @@ describe(`a customer's cancel retried after Stripe did not answer (${DB_KIND})`,
     assert.equal(await canceledEvents(checkout.checkout_id), 1);
   });
 
-  test('the browser paid while the cancel went unanswered: the retry finds it paid (410), the payment paid and settled, never canceled', async () => {
+  test('the browser paid while the cancel went unanswered: the retry finds it paid and answers its outcome (200 SUCCESS), the payment paid and settled, never canceled; a cancel after that is 410', async () => {
     const checkout = await openCheckout();
     fake.fail({ method: 'POST', path: cancelPath, mode: '500', times: 2 });
     assertUnavailable(await checkout.cancel());
     const confirm = await fake.confirmInBrowser(checkout.clientSecret, 'pm_card_visa');
     assert.equal(confirm.status, 200);
     const again = await checkout.cancel();
-    assert.deepEqual([again.status, again.body], [410, { detail: 'This checkout has already been paid.' }]);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual([again.body.status, again.body.payment_status], ['SUCCESS', 'paid']);
+    const later = await checkout.cancel();
+    assert.deepEqual([later.status, later.body], [410, { detail: 'This checkout has already been paid.' }]);
     const payment = await paymentRow(server, checkout.transactionId);
     assert.equal(payment.status, 'paid');
     assert.equal(await settlementsOf(server.ctx, payment.id), 1);

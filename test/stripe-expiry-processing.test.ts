@@ -19,13 +19,14 @@ import { operationHandlers } from '../src/worker/loops.ts';
 import { createCheckout, paymentRow, syncStatus } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { eventStatuses, flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
-import { DB_KIND, type TestServer } from './helpers/server.ts';
+import { call, DB_KIND, type TestServer } from './helpers/server.ts';
 import {
   CANCEL_PATH,
   cancelsSent,
   deliver,
   eventAbout,
   hostedStep,
+  type Json,
   startShopWithStripe,
 } from './helpers/stripe.ts';
 
@@ -48,8 +49,8 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   after(() => close());
 
   /** A checkout whose PaymentIntent the page opened; Kassa's payment is `processing`, taking attempts. */
-  async function openedCheckout() {
-    const checkout = await createCheckout(server, key);
+  async function openedCheckout(urls: Record<string, string> = {}) {
+    const checkout = await createCheckout(server, key, urls);
     const { page, provider } = await hostedStep(server, checkout.token);
     const transactionId = page.transaction_id as string;
     const row = await paymentRow(server, transactionId);
@@ -159,8 +160,8 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
   });
 
   /** The customer's browser pays with a bank debit, and a read makes the payment `pending`. */
-  async function pendingCheckout() {
-    const checkout = await openedCheckout();
+  async function pendingCheckout(urls: Record<string, string> = {}) {
+    const checkout = await openedCheckout(urls);
     assert.equal((await fake.confirmInBrowser(checkout.clientSecret, 'pm_fake_processing')).status, 200);
     await syncPayment(server.ctx, await paymentRow(server, checkout.transactionId));
     assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
@@ -296,6 +297,18 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     await bankPays(checkout);
   });
 
+  test("an operator cancels the declined PaymentIntent in Stripe's Dashboard just before Kassa's cancel: Stripe refuses Kassa's cancel, the payment is failed once, no error", async () => {
+    const checkout = await pendingCheckout();
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    fake.interleave('POST', CANCEL_PATH, () => {
+      fake.ledger.cancelPaymentIntent(checkout.intentId, { cancellation_reason: 'requested_by_customer' });
+    });
+    const cancelsBefore = cancelsSent(fake);
+    assert.ok((await syncDuePayments(server.ctx)) >= 1);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore);
+  });
+
   test("a cancel Stripe does not answer after the decline: the payment stays pending and the stop is the reconciler's (reads leave it), whose read cancels the PaymentIntent and fails the payment", async () => {
     const checkout = await pendingCheckout();
     const { eventsBefore } = await bankDeclines(checkout);
@@ -370,5 +383,92 @@ describe(`expiry of a checkout whose PaymentIntent is processing at Stripe (${DB
     cancelsBefore = cancelsSent(fake);
     assert.ok((await syncDuePayments(server.ctx)) >= 1);
     await declinedAndFailed(checkout, checkout.eventsBefore, cancelsBefore);
+  });
+  // The customer cancels on the hosted page while Kassa still holds the payment `pending`, but the bank
+  // has declined it: before any read saw it, between Kassa's cancel of the PaymentIntent and the failed
+  // payment, or with that stop handed to the reconciler. The page is shown the outcome (200 FAILED, the
+  // failed URL), as sync-status would show it, never a 409 "awaiting the bank's decision".
+  const FAILED_URL = 'https://shop.example/failed';
+  const customerCancel = (token: string) => call<Json>(server, 'POST', `/api/checkout/${token}/cancel/`);
+  const declinedGap = async () => {
+    const checkout = await pendingCheckout({ failedUrl: FAILED_URL, cancelUrl: 'https://shop.example/c' });
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    fake.ledger.settleProcessing(checkout.intentId, false);
+    return { checkout, eventsBefore, cancelsBefore: cancelsSent(fake) };
+  };
+  /** The cancel's answer is the outcome: FAILED, the payment failed, the checkout not canceled. */
+  const answeredFailed = async (answer: { status: number; body: Json; text: string }, token: string) => {
+    assert.equal(answer.status, 200, answer.text);
+    assert.deepEqual(
+      [answer.body.status, answer.body.payment_status, answer.body.redirect_url],
+      ['FAILED', 'failed', FAILED_URL],
+    );
+    const session = await server.ctx.db
+      .selectFrom('checkout_sessions')
+      .select('canceled_at')
+      .where('public_id', '=', answer.body.checkout_id as string)
+      .executeTakeFirstOrThrow();
+    assert.equal(session.canceled_at, null, "the failure is the bank's, not the customer's cancel");
+    assert.equal((await syncStatus(server, token)).body.status, 'FAILED');
+    const again = await customerCancel(token);
+    assert.deepEqual([again.status, again.body.detail], [410, 'This checkout has failed; start a new one.']);
+  };
+
+  test("the customer cancels after the bank declined, before any read saw it: the cancel's read stops the PaymentIntent and fails the payment; the answer is FAILED, not 409", async () => {
+    const { checkout, eventsBefore, cancelsBefore } = await declinedGap();
+    await answeredFailed(await customerCancel(checkout.token), checkout.token);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore);
+  });
+
+  test('the customer cancels between the PaymentIntent canceled at Stripe and the payment failed: the answer is FAILED, one event, no second cancel', async () => {
+    const { checkout, eventsBefore, cancelsBefore } = await declinedGap();
+    // The read that saw the decline has canceled the PaymentIntent; its failed payment is not recorded yet.
+    fake.ledger.cancelPaymentIntent(checkout.intentId, { cancellation_reason: 'abandoned' });
+    await answeredFailed(await customerCancel(checkout.token), checkout.token);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore, 0);
+  });
+
+  test("the customer cancels while the decline's stop is the reconciler's (Stripe did not answer it): the cancel makes the stop and answers FAILED; the reconciler's read then settles it", async () => {
+    const { checkout, cancelsBefore } = await declinedGap();
+    const silent = fake.fail({ method: 'POST', path: CANCEL_PATH, mode: '500', times: 2 });
+    await syncDuePayments(server.ctx);
+    silent.stop();
+    const operationKey = `kassa-cancel-${checkout.transactionId}`;
+    assert.equal((await operationByKey(server.ctx.db, operationKey))?.state, 'unknown');
+    const withDecline = await eventStatuses(server.ctx, checkout.transactionId);
+    const cancelsSilent = cancelsSent(fake) - cancelsBefore;
+    await answeredFailed(await customerCancel(checkout.token), checkout.token);
+    offsetMs += SCHEDULE_MS[0];
+    assert.ok((await reconcile(server.ctx)) >= 1);
+    const done = await operationByKey(server.ctx.db, operationKey);
+    assert.deepEqual([done?.state, done?.outcome], ['done', 'succeeded']);
+    await declinedAndFailed(checkout, withDecline, cancelsBefore, cancelsSilent + 1);
+  });
+
+  test("the customer cancels while Stripe does not answer the decline's stop: 503, nothing changed; the retry answers FAILED", async () => {
+    const { checkout, eventsBefore, cancelsBefore } = await declinedGap();
+    const silent = fake.fail({ method: 'POST', path: CANCEL_PATH, mode: '500', times: 2 });
+    const unanswered = await customerCancel(checkout.token);
+    silent.stop();
+    assert.equal(unanswered.status, 503, unanswered.text);
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+    assert.deepEqual(await eventStatuses(server.ctx, checkout.transactionId), eventsBefore);
+    await answeredFailed(await customerCancel(checkout.token), checkout.token);
+    await declinedAndFailed(checkout, eventsBefore, cancelsBefore, 3);
+  });
+
+  test('a cancel while the bank is still deciding is a 409 that changes nothing and asks Stripe to cancel nothing', async () => {
+    const checkout = await pendingCheckout();
+    const eventsBefore = await eventStatuses(server.ctx, checkout.transactionId);
+    const cancelsBefore = cancelsSent(fake);
+    const refused = await customerCancel(checkout.token);
+    assert.deepEqual(
+      [refused.status, refused.body.detail],
+      [409, "This checkout's payment is awaiting the bank's decision and cannot be canceled."],
+    );
+    assert.equal(cancelsSent(fake), cancelsBefore);
+    assert.equal((await paymentRow(server, checkout.transactionId)).status, 'pending');
+    assert.deepEqual(await eventStatuses(server.ctx, checkout.transactionId), eventsBefore);
+    await bankPays(checkout);
   });
 });

@@ -8,7 +8,7 @@ import { DEFAULT_RECONCILE_SCHEDULE_MS } from '../src/config.ts';
 import { expireCheckouts } from '../src/modules/payments/sync.ts';
 import { billing, CARDS, createCheckout, pay, paymentRow } from './helpers/checkout.ts';
 import type { FakeStripe, FaultRule } from './helpers/fake-stripe/server.ts';
-import { reconcile, settlementsOf } from './helpers/provider-checks.ts';
+import { eventStatuses, reconcile, settlementsOf } from './helpers/provider-checks.ts';
 import {
   call,
   createTestKey,
@@ -82,6 +82,46 @@ describe(`expiry and cancel stop the provider payment (${DB_KIND})`, () => {
     const row = await paymentOf(page.transaction_id as string);
     assert.equal(row.status, 'canceled');
     assert.equal(fake.ledger.intent(row.provider_payment_id as string).status, 'canceled');
+  });
+
+  /**
+   * An operator cancels the checkout's PaymentIntent in Stripe's Dashboard just before Kassa's own cancel
+   * reaches Stripe (after Kassa's last look found it open): Stripe refuses Kassa's cancel (400
+   * payment_intent_unexpected_state), and the connector reads the PaymentIntent canceled instead.
+   */
+  const canceledInDashboardAtTheCancel = async () => {
+    const checkout = await createCheckout(server, key);
+    const { page } = await hostedStep(server, checkout.token);
+    const transactionId = page.transaction_id as string;
+    const intentId = (await paymentOf(transactionId)).provider_payment_id as string;
+    const cancelPath = /^\/v1\/payment_intents\/pi_\w+\/cancel$/;
+    fake.interleave('POST', cancelPath, () => {
+      fake.ledger.cancelPaymentIntent(intentId, { cancellation_reason: 'requested_by_customer' });
+    });
+    const cancels = () => fake.requests.filter((request) => cancelPath.test(request.path)).length;
+    return { checkout, transactionId, intentId, cancels, cancelsBefore: cancels() };
+  };
+
+  test("the customer's cancel of a PaymentIntent canceled in Stripe's Dashboard meanwhile: Stripe refuses Kassa's cancel, the payment is canceled once, 200 CANCELED", async () => {
+    const { checkout, transactionId, intentId, cancels, cancelsBefore } =
+      await canceledInDashboardAtTheCancel();
+    const canceled = await call<Json>(server, 'POST', `/api/checkout/${checkout.token}/cancel/`);
+    assert.deepEqual([canceled.status, canceled.body.status], [200, 'CANCELED'], canceled.text);
+    assert.equal(cancels() - cancelsBefore, 1, "Kassa's cancel reached Stripe, which refused it");
+    assert.equal(fake.ledger.intent(intentId).status, 'canceled');
+    assert.equal((await paymentOf(transactionId)).status, 'canceled');
+    assert.deepEqual(await eventStatuses(server.ctx, transactionId), ['processing', 'canceled']);
+  });
+
+  test("the expiry's cancel of a PaymentIntent canceled in Stripe's Dashboard meanwhile: Stripe refuses it, the payment is failed once", async () => {
+    const { transactionId, intentId, cancels, cancelsBefore } = await canceledInDashboardAtTheCancel();
+    offsetMs += DAY + 1000;
+    assert.ok((await expireCheckouts(server.ctx)) >= 1);
+    assert.equal(cancels() - cancelsBefore, 1);
+    assert.equal(fake.ledger.intent(intentId).status, 'canceled');
+    assert.equal((await paymentOf(transactionId)).status, 'failed');
+    assert.deepEqual(await eventStatuses(server.ctx, transactionId), ['processing', 'failed']);
+    assert.equal(await expireCheckouts(server.ctx), 0, 'nothing left to expire');
   });
 
   test('a charge Stripe reports after Kassa gave the payment up is flagged, nothing moves back', async () => {

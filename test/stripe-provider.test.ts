@@ -243,6 +243,52 @@ describe(`the Stripe connector against the fake Stripe (${DB_KIND})`, () => {
     assert.equal(afterCancel.payment?.outcome, 'CANCELED');
   });
 
+  test('a cancel of a PaymentIntent canceled outside Kassa (or succeeded) is refused as Stripe refuses it, and cancelPayment answers it as it stands, no error', async () => {
+    const open = async () => {
+      const reference = next('TX');
+      const opened = await stripe.openPayment({
+        ...amounts,
+        idempotencyKey: `kassa-pay-${reference}`,
+        reference,
+        metadata: { kassa_transaction_id: reference },
+      });
+      return opened.payment.providerPaymentId;
+    };
+    const cancelAtStripe = (intentId: string) =>
+      fetch(`${fake.url}/v1/payment_intents/${intentId}/cancel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${fake.secretKey}` },
+      });
+    const canceledByHand = await open();
+    // An operator cancels it in Stripe's Dashboard.
+    assert.equal((await cancelAtStripe(canceledByHand)).status, 200);
+    const refused = await cancelAtStripe(canceledByHand);
+    assert.equal(refused.status, 400);
+    const { error } = (await refused.json()) as { error: Json & { payment_intent: Json } };
+    assert.deepEqual(
+      [error.type, error.code, error.doc_url, error.message, error.payment_intent.status],
+      [
+        'invalid_request_error',
+        'payment_intent_unexpected_state',
+        'https://stripe.com/docs/error-codes/payment-intent-unexpected-state',
+        'You cannot cancel this PaymentIntent because it has a status of canceled. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.',
+        'canceled',
+      ],
+    );
+    const cancelsBefore = fake.requests.filter((request) => request.path.endsWith('/cancel')).length;
+    const stopped = await stripe.cancelPayment(canceledByHand);
+    assert.equal(stopped?.outcome, 'CANCELED', 'the refusal is read: the PaymentIntent is canceled');
+    assert.equal(
+      fake.requests.filter((request) => request.path.endsWith('/cancel')).length,
+      cancelsBefore + 1,
+    );
+
+    const paid = await open();
+    fake.ledger.confirmPaymentIntent(paid, { payment_method: 'pm_card_visa' });
+    assert.equal((await stripe.cancelPayment(paid))?.outcome, 'PAYMENT_SUCCESS');
+    assert.equal(fake.ledger.intent(paid).status, 'succeeded', 'a success is never canceled');
+  });
+
   test('a 500 before or after the charge: the SDK retries under the same key, and one charge is made', async () => {
     const { customerId, setup, reference } = await customerWithCard('pm_card_visa');
     fake.fail({ method: 'POST', path: /^\/v1\/payment_intents$/, mode: '500', times: 1 });

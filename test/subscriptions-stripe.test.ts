@@ -16,7 +16,7 @@ import { syncSetupById } from '../src/modules/subscriptions/signup.ts';
 import { billing } from './helpers/checkout.ts';
 import { kassa } from './helpers/cli.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
-import { flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
+import { eventStatuses, flagAfterLastRead, reconcile, settlementsOf } from './helpers/provider-checks.ts';
 import { call, createTestMerchant, DB_KIND, type Merchant, type TestServer } from './helpers/server.ts';
 import {
   deliver,
@@ -935,5 +935,87 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       fake.ledger.searchLagSince = null;
     }
     offsetMs = 0;
+  });
+  test("a renewal whose off-session charge is processing at the bank, then declined: the try is declined once (past due, one mail), its payment failed, and the new card's try pays the period on a new payment, once", async () => {
+    const email = 'stripe-pending-declined@example.com';
+    const subscription = await paidSignup('Monthly, bank debit', '7.10', email);
+    // The customer's saved payment method is a bank debit: its charges process at the bank for days.
+    await server.ctx.db
+      .updateTable('subscriptions')
+      .set({ payment_method_id: 'pm_fake_processing' })
+      .where('id', '=', subscription.id)
+      .execute();
+    // Stripe's clock is Kassa's, as in production (the test moves Kassa's).
+    const stripeClock = fake.useClock(() => Date.now() + offsetMs);
+    try {
+      offsetMs = 32 * DAY;
+      await runRenewals(server.ctx);
+      let cycle = await periodOne(subscription.id);
+      const first = await paymentById(cycle.payment_id);
+      const intentId = first.provider_payment_id ?? '';
+      assert.equal(fake.ledger.intent(intentId).status, 'processing');
+      assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['processing', 1, null]);
+      assert.equal(first.status, 'pending', 'the bank is deciding');
+      assert.equal((await subscriptionOf(email))?.status, 'active');
+
+      // The bank declines; Stripe's webhook says so at once, and the reconciler reads the try back.
+      fake.ledger.settleProcessing(intentId, false);
+      const hook = await deliver(server, fake, eventAbout(fake, 'payment_intent.payment_failed', intentId));
+      assert.equal(hook.status, 200, hook.text);
+      await reconcileAt([2, 6, 61]);
+      cycle = await periodOne(subscription.id);
+      assert.equal(cycle.status, 'retrying');
+      assert.equal(cycle.attempts, 1, 'the declined try is not made again as one never made');
+      assert.ok(cycle.next_attempt_at, 'the next try is on the dunning schedule');
+      const read = await operationOf(`kassa-renew-${cycle.id}-1`);
+      assert.deepEqual([read.state, read.outcome, read.outcome_code], ['done', 'failed', 'generic_decline']);
+      assert.equal((await subscriptionOf(email))?.status, 'past_due');
+      assert.equal((await paymentById(first.id)).status, 'failed', "the bank's decline fails the payment");
+      assert.deepEqual(renewalCharges(subscription.public_id), ['failed'], 'the card was not charged again');
+      assert.equal((await mailsTo(email, 'Your payment to')).length, 1);
+
+      // The customer saves a card on the update-card page: the next try is made at once, on a new
+      // renewal payment (the failed one takes no more attempts), and pays the period.
+      offsetMs = 32 * DAY + 2 * HOUR;
+      const updated = await call<Json>(server, 'POST', '/api/checkout/sync-status/', {
+        body: { token: await newCardSaved(email) },
+      });
+      assert.equal(updated.body.status, 'SUCCESS', updated.text);
+      cycle = await periodOne(subscription.id);
+      assert.deepEqual([cycle.status, cycle.attempts], ['paid', 2]);
+      assert.notEqual(cycle.payment_id, first.id, 'a new renewal payment');
+      const second = await paymentById(cycle.payment_id);
+      assert.deepEqual([second.status, second.subscription_id], ['paid', subscription.id]);
+      assert.equal((await subscriptionOf(email))?.status, 'active');
+      assert.deepEqual(
+        [await settlementsOf(server.ctx, first.id), await settlementsOf(server.ctx, second.id)],
+        [0, 1],
+        'renewed once',
+      );
+      assert.deepEqual(renewalCharges(subscription.public_id), ['failed', 'succeeded']);
+      assert.equal(fake.ledger.intent(intentId).status, 'requires_payment_method', 'never confirmed again');
+      assert.deepEqual(await eventStatuses(server.ctx, first.public_id), [
+        'processing',
+        'pending',
+        'pending',
+        'failed',
+      ]);
+      assert.deepEqual(await eventStatuses(server.ctx, second.public_id), ['processing', 'paid']);
+      assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+
+      // Nothing more: the period is paid, and no read moves the failed payment.
+      offsetMs = 40 * DAY;
+      await reconcile(server.ctx);
+      await runRenewals(server.ctx);
+      assert.deepEqual(renewalCharges(subscription.public_id), ['failed', 'succeeded']);
+      assert.ok(!fake.requests.some((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-3`));
+      assert.deepEqual(
+        [(await periodOne(subscription.id)).status, (await paymentById(first.id)).status],
+        ['paid', 'failed'],
+      );
+    } finally {
+      stripeClock.restore();
+      offsetMs = 0;
+    }
   });
 });

@@ -18,17 +18,26 @@ import type { CheckoutSessionRow } from './table.ts';
 
 export async function cancelCheckout(ctx: AppContext, token: string) {
   const found = await findSessionByToken(ctx, token);
-  // With a provider whose form is its own (Stripe), the customer's browser could still confirm the payment
-  // there: it is stopped first (a success meanwhile wins, and the cancel then answers 410).
   const before = await payments.paymentOfCheckout(ctx.db, found.id);
-  if (before?.status === 'processing' && !ctx.providers.named(before.provider).cardForm) {
-    await stopAtProvider(ctx, before);
+  // With a provider whose form is its own (Stripe), the customer's browser could still confirm the payment
+  // there: it is stopped first (a success meanwhile wins, and is the cancel's answer). A pending one (the
+  // bank was deciding) may have been declined, unread yet, or read and stopped but not yet failed (sync.ts,
+  // stopIfDeclined): it is read as sync-status reads it, so the answer is the outcome. (The simulator's
+  // bank pays every pending payment, on the reads its sandbox script counts: a cancel does not read it.)
+  if (before && !ctx.providers.named(before.provider).cardForm) {
+    if (before.status === 'processing') await stopAtProvider(ctx, before);
+    else if (before.status === 'pending') await syncPayment(ctx, before, 'customer');
   }
   const now = ctx.clock();
   const nowIso = now.toISOString();
   const { session, payment } = await ctx.db.transaction().execute(async (trx) => {
     const locked = await store.lockSession(trx, found.id);
     const existing = await payments.paymentOfCheckout(trx, locked.id);
+    // The cancel's own look decided the payment (paid meanwhile; declined by the bank): its outcome is the
+    // answer, as sync-status's would be, and nothing is canceled.
+    if (before && existing && decidedByLook(locked, before, existing, now)) {
+      return { session: locked, payment: existing };
+    }
     if (!existing || !finishesLostCancel(ctx, locked, existing, now)) assertCancelable(locked, existing, now);
     await store.updateSession(trx, locked.id, { canceled_at: nowIso, updated_at: nowIso });
     const canceled = { ...locked, canceled_at: nowIso, updated_at: nowIso };
@@ -58,6 +67,30 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
     return { session: canceled, payment: moved ?? existing };
   });
   return presentSyncStatus(session, payment, now);
+}
+
+/** Paid or failed: a payment no cancel can change (a canceled one is finishesLostCancel's). */
+const DECIDED: readonly PaymentRow['status'][] = ['paid', 'refund_pending', 'refunded', 'failed'];
+
+/**
+ * Whether the payment, still undecided in Kassa's record when the cancel came (processing or pending) on
+ * an open checkout, was decided by the cancel's own look at the provider (or a read that finished
+ * meanwhile): the browser paid, or the bank declined a pending payment (its stop made, then failed). The
+ * customer is shown that outcome (200, SUCCESS or FAILED), not an error: the checkout was open when they
+ * asked. A checkout Kassa held finished or expired when the cancel came is a 410, as the contract says.
+ */
+function decidedByLook(
+  session: CheckoutSessionRow,
+  before: PaymentRow,
+  payment: PaymentRow,
+  now: Date,
+): boolean {
+  return (
+    (before.status === 'processing' || before.status === 'pending') &&
+    DECIDED.includes(payment.status) &&
+    session.canceled_at === null &&
+    !isExpired(session, now)
+  );
 }
 
 /** A cancel needs an open checkout (410 otherwise) whose bank is not deciding and no attempt in flight (409). */

@@ -37,9 +37,11 @@ export function readProviderPayment(ctx: AppContext, payment: Omit<SyncTarget, '
 /**
  * Who makes the stop of a pending payment the bank declined (stopIfDeclined): any read (`read`), unless
  * that stop is with the reconciler already; or the reconciler's own read of its payment_cancel
- * (`reconciler`), which makes it whatever the operation's state and lets a silent provider throw.
+ * (`reconciler`), or the customer's cancel on the hosted page (`customer`: the page is to show the
+ * outcome now, not after the reconciler's next read), which make it whatever the operation's state and
+ * let a silent provider throw.
  */
-export type DeclineStop = 'read' | 'reconciler';
+export type DeclineStop = 'read' | 'reconciler' | 'customer';
 
 /**
  * Re-reads one payment from the provider and applies it; true when something visible changed. A pending
@@ -100,7 +102,7 @@ async function stopIfDeclined(
   try {
     return await ctx.providers.named(payment.provider).cancelPayment(payment.provider_payment_id);
   } catch (error) {
-    if (stop === 'reconciler' || !(error instanceof ProviderUnavailableError)) throw error;
+    if (stop !== 'read' || !(error instanceof ProviderUnavailableError)) throw error;
     await handCancelToReconciler(ctx, paymentId, error);
     return null;
   }

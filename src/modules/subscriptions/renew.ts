@@ -281,10 +281,12 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
     // provider (an operator canceled the PaymentIntent in Stripe's Dashboard; Kassa cancels one only when
     // it voids the cycle): final, never charged, and no confirm of it can succeed. Its try counted as a
     // failure; this try charges a new renewal payment (a new provider payment, under this try's key)
-    // instead of being refused by the canceled one until the cycle is given up. Never a second charge:
-    // the old one can no longer be charged, and a payment in any other state is charged again as is.
+    // instead of being refused by the canceled one until the cycle is given up. The same for one
+    // `failed` while its cycle is collected: its charge was processing at the bank, which declined it
+    // (recordTry); a failed payment is never charged again. Never a second charge: the old one is not
+    // charged again, and a payment in any other state is charged again as is.
     const payment =
-      opened !== null && opened.status !== 'canceled'
+      opened !== null && opened.status !== 'canceled' && opened.status !== 'failed'
         ? opened
         : await openRenewalPayment(ctx, trx, subscription, cycle, realNowIso);
     const tryNumber = Number(cycle.attempts) + 1;

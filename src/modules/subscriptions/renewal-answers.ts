@@ -7,7 +7,7 @@ import type { AppContext } from '../../context.ts';
 import type { Executor } from '../../db/database.ts';
 import { NEVER_MADE } from '../../provider/operations/store.ts';
 import type { ProviderOutcome, ProviderPaymentState } from '../../provider/types.ts';
-import { applyProviderState } from '../payments/transitions.ts';
+import { applyProviderState, movePayment } from '../payments/transitions.ts';
 import { afterTry, MAX_TRIES, type TryResult } from './dunning.ts';
 import {
   applyStep,
@@ -207,6 +207,12 @@ export async function recordTry(
       .where('id', '=', cycle.id)
       .execute();
     return false;
+  }
+  if (!result.succeeded && cycle.payment_id !== null) {
+    // A charge that was processing at the bank (the payment `pending`), then declined: the payment is
+    // `failed` (pending → failed, one event), as a checkout's is. It takes no more tries: the next one
+    // charges a new renewal payment (prepareTry), and its declined PaymentIntent is never confirmed again.
+    await movePayment(trx, cycle.payment_id, 'pending', 'failed', realNowIso);
   }
   return recordDecided(ctx, trx, subscription, cycle, tryNumber, result, outbox);
 }

@@ -5,16 +5,33 @@ import { type CardBehaviour, TEST_PAYMENT_METHODS, type TestCard } from './cards
 import { type FormObject, record, text } from './form.ts';
 import * as make from './objects.ts';
 
-/** An answer with an error status: the body is Stripe's {error: {...}}. */
+/** An answer with an error status: the body is Stripe's {error: {...}}, typed with the SDK's raw error. */
 export class StripeApiError extends Error {
   readonly status: number;
-  readonly body: { error: Record<string, unknown> };
-  constructor(status: number, error: Record<string, unknown>) {
+  readonly body: { error: Stripe.StripeRawError };
+  constructor(status: number, error: Stripe.StripeRawError) {
     super(String(error.message));
     this.status = status;
     this.body = { error };
   }
 }
+
+/**
+ * Stripe's refusal of a request on a PaymentIntent in the wrong state: a 400 naming the PaymentIntent as it
+ * stands (the request changed nothing), with the code's documentation page, as Stripe answers it.
+ */
+const unexpectedState = (message: string, intent: Stripe.PaymentIntent) =>
+  new StripeApiError(400, {
+    type: 'invalid_request_error',
+    code: 'payment_intent_unexpected_state',
+    doc_url: 'https://stripe.com/docs/error-codes/payment-intent-unexpected-state',
+    message,
+    payment_intent: structuredClone(intent),
+  });
+
+/** Stripe's list in its refusal of a cancel (which also names `processing`: see cancelPaymentIntent). */
+const CANCELABLE_LIST =
+  'requires_payment_method, requires_capture, requires_confirmation, requires_action, processing';
 
 const missing = (what: string, id: string) =>
   new StripeApiError(404, {
@@ -151,16 +168,12 @@ export class FakeStripeLedger {
   confirmPaymentIntent(id: string, params: FormObject) {
     const intent = this.intent(id);
     if (!['requires_payment_method', 'requires_confirmation', 'requires_action'].includes(intent.status)) {
-      // As Stripe: a 400 naming the PaymentIntent as it stands (the request changed nothing).
-      throw new StripeApiError(400, {
-        type: 'invalid_request_error',
-        code: 'payment_intent_unexpected_state',
-        message:
-          intent.status === 'succeeded'
-            ? 'You cannot confirm this PaymentIntent because it has already succeeded after being previously confirmed.'
-            : `You cannot confirm this PaymentIntent because it has a status of ${intent.status}. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method, requires_action.`,
-        payment_intent: structuredClone(intent),
-      });
+      throw unexpectedState(
+        intent.status === 'succeeded'
+          ? 'You cannot confirm this PaymentIntent because it has already succeeded after being previously confirmed.'
+          : `You cannot confirm this PaymentIntent because it has a status of ${intent.status}. Only a PaymentIntent with one of the following statuses may be confirmed: requires_confirmation, requires_payment_method, requires_action.`,
+        intent,
+      );
     }
     const methodId =
       text(params, 'payment_method') ??
@@ -293,14 +306,13 @@ export class FakeStripeLedger {
         intent.status,
       )
     ) {
-      // As Stripe: a 400 naming the PaymentIntent as it stands. A processing one cannot be canceled: its
-      // payment method is with the bank, which may still pay it.
-      throw new StripeApiError(400, {
-        type: 'invalid_request_error',
-        code: 'payment_intent_unexpected_state',
-        message: `You cannot cancel this PaymentIntent because it has a status of ${intent.status}. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action.`,
-        payment_intent: structuredClone(intent),
-      });
+      // As Stripe: a canceled or succeeded PaymentIntent is refused with this 400 and Stripe's own words
+      // (its list names `processing`, which Stripe cancels only "in rare cases"). The fake refuses every
+      // processing one: its payment method is with the bank, which may still pay it.
+      throw unexpectedState(
+        `You cannot cancel this PaymentIntent because it has a status of ${intent.status}. Only a PaymentIntent with one of the following statuses may be canceled: ${CANCELABLE_LIST}.`,
+        intent,
+      );
     }
     const reason = text(params, 'cancellation_reason');
     intent.status = 'canceled';
@@ -539,15 +551,16 @@ export class FakeStripeLedger {
     setup.last_setup_error = null;
     if (card.behaviour === 'decline') {
       const decline = card.decline ?? AUTH_REQUIRED;
-      setup.status = 'requires_payment_method';
-      setup.last_setup_error = {
+      const error = {
         type: 'card_error',
         code: decline.code,
         decline_code: decline.declineCode,
         message: decline.message,
-      };
+      } as const;
+      setup.status = 'requires_payment_method';
+      setup.last_setup_error = { ...error };
       this.emit('setup_intent.setup_failed', setup);
-      throw new StripeApiError(402, { ...setup.last_setup_error, setup_intent: structuredClone(setup) });
+      throw new StripeApiError(402, { ...error, setup_intent: structuredClone(setup) });
     }
     if (card.behaviour === 'authenticate_always' || card.behaviour === 'authenticate_on_setup') {
       setup.status = 'requires_action';

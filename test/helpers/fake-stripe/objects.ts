@@ -7,7 +7,16 @@ import type { TestCard } from './cards.ts';
 /** The payment methods the fake account has enabled: what an intent without an allowed list offers. */
 export const ACCOUNT_PAYMENT_METHOD_TYPES = ['card', 'link'] as const;
 
-export const now = () => Math.floor(Date.now() / 1000);
+/** Stripe's clock, in milliseconds: real time unless a test runs it with Kassa's own (FakeStripe.useClock). */
+let clockMs: () => number = () => Date.now();
+export const now = () => Math.floor(clockMs() / 1000);
+/** Runs Stripe's clock with `clock` until the returned function restores real time. */
+export function useClock(clock: () => number): () => void {
+  clockMs = clock;
+  return () => {
+    clockMs = () => Date.now();
+  };
+}
 
 export function stripeId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`;

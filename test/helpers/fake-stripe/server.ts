@@ -12,6 +12,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import Stripe from 'stripe';
 import { canonical, type FormObject, parseForm, text } from './form.ts';
 import { FakeStripeLedger, StripeApiError } from './ledger.ts';
+import * as make from './objects.ts';
 
 export interface FaultRule {
   method: string;
@@ -64,6 +65,11 @@ export interface FakeStripe {
    * a test whose clock moved past that forgets every key saved so far.
    */
   forgetIdempotencyKeys(): void;
+  /**
+   * Stripe's clock follows `clock` (a test's moved clock, as Kassa's) until `restore`: the objects it
+   * makes are dated as Stripe would date them when both clocks agree, as in production.
+   */
+  useClock(clock: () => number): { restore: () => void };
   /** What Stripe.js does in the customer's browser: confirm the PaymentIntent with a test payment method. */
   confirmInBrowser(clientSecret: string, paymentMethod: string): Promise<{ status: number; body: unknown }>;
   close(): Promise<void>;
@@ -337,6 +343,7 @@ export async function startFakeStripe(): Promise<FakeStripe> {
       };
     },
     forgetIdempotencyKeys: () => idempotency.clear(),
+    useClock: (clock) => ({ restore: make.useClock(clock) }),
     async confirmInBrowser(clientSecret, paymentMethod) {
       const id = clientSecret.split('_secret_')[0];
       const kind = id.startsWith('seti_') ? 'setup_intents' : 'payment_intents';
