@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { sha256Hex } from '../src/lib/ids.ts';
+import { syncDuePayments } from '../src/modules/payments/sync.ts';
 import { runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { resolveFlaggedRenewal } from '../src/modules/subscriptions/resolve.ts';
 import { syncSetupById } from '../src/modules/subscriptions/signup.ts';
@@ -936,26 +937,37 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
     }
     offsetMs = 0;
   });
-  test("a renewal whose off-session charge is processing at the bank, then declined: the try is declined once (past due, one mail), its payment failed, and the new card's try pays the period on a new payment, once", async () => {
-    const email = 'stripe-pending-declined@example.com';
-    const subscription = await paidSignup('Monthly, bank debit', '7.10', email);
-    // The customer's saved payment method is a bank debit: its charges process at the bank for days.
+  /**
+   * A paid signup whose saved payment method is a bank debit (its charges process at the bank for days),
+   * and period 1's off-session charge made on it: processing at the bank, its payment pending. Run with
+   * Stripe's clock Kassa's (fake.useClock), as in production (the tests move Kassa's).
+   */
+  const renewalAtBank = async (name: string, amount: string, email: string) => {
+    const subscription = await paidSignup(name, amount, email);
     await server.ctx.db
       .updateTable('subscriptions')
       .set({ payment_method_id: 'pm_fake_processing' })
       .where('id', '=', subscription.id)
       .execute();
-    // Stripe's clock is Kassa's, as in production (the test moves Kassa's).
+    offsetMs = 32 * DAY;
+    await runRenewals(server.ctx);
+    const cycle = await periodOne(subscription.id);
+    const payment = await paymentById(cycle.payment_id);
+    const intentId = payment.provider_payment_id ?? '';
+    assert.equal(fake.ledger.intent(intentId).status, 'processing');
+    assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['processing', 1, null]);
+    assert.equal(payment.status, 'pending', 'the bank is deciding');
+    return { subscription, cycle, payment, intentId };
+  };
+
+  test("a renewal whose off-session charge is processing at the bank, then declined: the try is declined once (past due, one mail), its payment failed, and the new card's try pays the period on a new payment, once", async () => {
+    const email = 'stripe-pending-declined@example.com';
     const stripeClock = fake.useClock(() => Date.now() + offsetMs);
     try {
-      offsetMs = 32 * DAY;
-      await runRenewals(server.ctx);
-      let cycle = await periodOne(subscription.id);
-      const first = await paymentById(cycle.payment_id);
-      const intentId = first.provider_payment_id ?? '';
-      assert.equal(fake.ledger.intent(intentId).status, 'processing');
-      assert.deepEqual([cycle.status, cycle.attempts, cycle.next_attempt_at], ['processing', 1, null]);
-      assert.equal(first.status, 'pending', 'the bank is deciding');
+      const atBank = await renewalAtBank('Monthly, bank debit', '7.10', email);
+      const { subscription, intentId } = atBank;
+      let { cycle } = atBank;
+      const first = atBank.payment;
       assert.equal((await subscriptionOf(email))?.status, 'active');
 
       // The bank declines; Stripe's webhook says so at once, and the reconciler reads the try back.
@@ -1017,5 +1029,138 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       stripeClock.restore();
       offsetMs = 0;
     }
+  });
+
+  /** A session of the owner's now (Kassa's clock may be months past the first login's). */
+  const ownerToken = async () => {
+    const login = await call<{ token: string }>(server, 'POST', '/api/auth/login/', {
+      body: { email: owner.email, password: owner.password },
+    });
+    assert.equal(login.status, 200, login.text);
+    return login.body.token;
+  };
+
+  /**
+   * Period 1's off-session charge is processing at the bank (the saved payment method a bank debit); the
+   * reconciler reads the try back until its last read (20 hours), which flags it, so the merchant's cancel
+   * now, refused while the try was being read, goes ahead: the cycle void, the payment left pending (the
+   * bank still decides). Three days later the bank pays (or declines), and `check` looks at what follows,
+   * with Stripe's clock Kassa's (as in production) until it returns.
+   */
+  const bankDecidesAfterCancel = async (
+    plan: { name: string; amount: string; email: string; bankPays: boolean },
+    check: (pending: Awaited<ReturnType<typeof renewalAtBank>>) => Promise<void>,
+  ) => {
+    const stripeClock = fake.useClock(() => Date.now() + offsetMs);
+    try {
+      const { subscription, cycle, payment, intentId } = await renewalAtBank(
+        plan.name,
+        plan.amount,
+        plan.email,
+      );
+      const cancelNow = async () =>
+        call<Json>(server, 'POST', `/api/subscriptions/${subscription.public_id}/cancel/`, {
+          token: await ownerToken(),
+          body: { at_period_end: false },
+        });
+      assert.equal((await cancelNow()).status, 409, 'the try is being read back');
+      await reconcileAt([2, 6, 61, 6 * 60 + 1, 20 * 60 + 1]);
+      assert.equal((await operationOf(`kassa-renew-${cycle.id}-1`)).state, 'flagged');
+      offsetMs = 32 * DAY + 21 * HOUR;
+      const canceled = await cancelNow();
+      assert.equal(canceled.status, 200, canceled.text);
+      const after = await subscriptionOf(plan.email);
+      assert.ok(after);
+      assert.deepEqual([after.status, after.cancel_reason], ['canceled', 'merchant']);
+      assert.equal((await periodOne(subscription.id)).status, 'void');
+      assert.equal((await paymentById(payment.id)).status, 'pending', 'Kassa cannot take the charge back');
+
+      offsetMs = 35 * DAY;
+      fake.ledger.settleProcessing(intentId, plan.bankPays);
+      await check({ subscription: after, cycle, payment, intentId });
+    } finally {
+      stripeClock.restore();
+      offsetMs = 0;
+    }
+  };
+
+  test('a renewal charge processing at the bank when the merchant cancels now is followed: the bank pays, the payment is paid and settled once, the period paid, the subscription stays canceled, one receipt', async () => {
+    const email = 'stripe-pending-canceled-paid@example.com';
+    const plan = { name: 'Monthly, debit paid after cancel', amount: '8.20', email, bankPays: true };
+    await bankDecidesAfterCancel(plan, async ({ subscription, cycle, payment }) => {
+      // The sync loop, which reads every pending payment, finds it paid.
+      await syncDuePayments(server.ctx);
+      const paid = await paymentById(payment.id);
+      assert.equal(paid.status, 'paid', 'the money is real');
+      assert.equal(await settlementsOf(server.ctx, payment.id), 1);
+      const period = await periodOne(subscription.id);
+      assert.deepEqual([period.status, period.payment_id], ['paid', payment.id], 'the period is paid');
+      const after = await subscriptionOf(email);
+      assert.deepEqual(
+        [after?.status, after?.cancel_reason, after?.canceled_at, after?.next_renewal_at],
+        ['canceled', 'merchant', subscription.canceled_at, null],
+        'a canceled subscription stays canceled',
+      );
+      assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+      const detail = await call<Json>(server, 'GET', `/api/subscriptions/${subscription.public_id}/`, {
+        token: await ownerToken(),
+      });
+      assert.equal(detail.status, 200, detail.text);
+      const shown = (detail.body.cycles as Json[]).find((row) => row.period_index === 1);
+      assert.deepEqual([shown?.status, shown?.transaction_id], ['paid', paid.public_id]);
+
+      // Nothing more: no second settlement, receipt or charge, no new period for a canceled subscription.
+      offsetMs = 70 * DAY;
+      await syncDuePayments(server.ctx);
+      await reconcile(server.ctx);
+      await runRenewals(server.ctx);
+      assert.equal(await settlementsOf(server.ctx, payment.id), 1);
+      assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+      assert.deepEqual(renewalCharges(subscription.public_id), ['succeeded'], 'charged once');
+      assert.ok(!fake.requests.some((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-2`));
+      const cycles = await server.ctx.db
+        .selectFrom('subscription_cycles')
+        .select('period_index')
+        .where('subscription_id', '=', subscription.id)
+        .execute();
+      assert.deepEqual(cycles.map((row) => row.period_index).sort(), [0, 1]);
+      assert.deepEqual(await eventStatuses(server.ctx, payment.public_id), ['processing', 'pending', 'paid']);
+    });
+  });
+
+  test("a renewal charge processing at the bank when the merchant cancels now, then declined, fails its payment (not pending for ever): Stripe's webhook stops the PaymentIntent, nothing is charged or settled", async () => {
+    const email = 'stripe-pending-canceled-declined@example.com';
+    const plan = { name: 'Monthly, debit declined after cancel', amount: '8.30', email, bankPays: false };
+    await bankDecidesAfterCancel(plan, async ({ subscription, payment, intentId }) => {
+      const hook = await deliver(server, fake, eventAbout(fake, 'payment_intent.payment_failed', intentId));
+      assert.equal(hook.status, 200, hook.text);
+      assert.equal((await paymentById(payment.id)).status, 'failed', "the bank's decline fails the payment");
+      assert.equal(
+        fake.ledger.intent(intentId).status,
+        'canceled',
+        'stopped at Stripe: its client secret can never confirm it again',
+      );
+      assert.equal((await periodOne(subscription.id)).status, 'void');
+      assert.equal((await subscriptionOf(email))?.status, 'canceled');
+      assert.equal(await settlementsOf(server.ctx, payment.id), 0);
+      assert.deepEqual(await mailsTo(email, 'Receipt:'), []);
+      assert.deepEqual(await eventStatuses(server.ctx, payment.public_id), [
+        'processing',
+        'pending',
+        'failed',
+      ]);
+
+      // The sync loop has nothing more to read of it, and nothing moves.
+      const reads = () =>
+        fake.requests.filter((request) => request.method === 'GET' && request.path.includes(intentId)).length;
+      const before = reads();
+      offsetMs = 40 * DAY;
+      await syncDuePayments(server.ctx);
+      await reconcile(server.ctx);
+      await runRenewals(server.ctx);
+      assert.equal(reads(), before, 'no longer read by the sync loop');
+      assert.equal((await paymentById(payment.id)).status, 'failed');
+      assert.deepEqual(renewalCharges(subscription.public_id), ['failed']);
+    });
   });
 });

@@ -19,7 +19,7 @@ import type {
 import type { OperationRow } from '../../provider/operations/table.ts';
 import { type KnownOutcome, outcomeOfAttempt, type ProviderPaymentState } from '../../provider/types.ts';
 import * as checkouts from '../checkout/store.ts';
-import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
+import { afterPaymentRead } from '../subscriptions/renew.ts';
 import { CANCEL_KIND } from './cancel.ts';
 import { expirePayment, readProviderPayment, syncPayment } from './sync.ts';
 import { type PaymentStatus, wasPaid } from './table.ts';
@@ -54,9 +54,12 @@ async function applyRead(ctx: AppContext, operation: OperationRow, state: Provid
   return applied.conflict;
 }
 
-/** After the commit: a renewal's payment paid by the read has its cycle's next try due now. */
+/**
+ * After the commit: a renewal's payment paid by the read has its cycle's next try due now (or, its cycle
+ * closed meanwhile, its receipt sent).
+ */
 async function afterApply(ctx: AppContext, applied: Awaited<ReturnType<typeof applyPaymentState>>) {
-  if (applied.changed) await renewalPaidElsewhere(ctx, applied.payment);
+  await afterPaymentRead(ctx, applied);
 }
 
 /** The provider payment of the operation's payment, by its reference; null when the provider has none. */

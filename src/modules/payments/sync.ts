@@ -11,7 +11,7 @@ import {
 import { attemptInFlight } from '../checkout/status.ts';
 import { lockSession } from '../checkout/store.ts';
 import { syncRefundsByProviderIds } from '../refunds/sync.ts';
-import { renewalPaidElsewhere } from '../subscriptions/renew.ts';
+import { afterPaymentRead } from '../subscriptions/renew.ts';
 import { syncSetupById } from '../subscriptions/signup.ts';
 import { cancelNotInReconciliation, handCancelToReconciler } from './cancel.ts';
 import { MAX_WEBHOOK_IDS } from './provider-webhook-guard.ts';
@@ -64,8 +64,8 @@ async function applyRead(ctx: AppContext, paymentId: number, state: ProviderPaym
     .transaction()
     .execute((trx) => applyProviderState(trx, paymentId, state, ctx.clock().toISOString()));
   // A renewal's payment paid by this read (a webhook, the sync loop, sync-status): its cycle's next try
-  // is due now, once the payment's transaction has committed (renew.ts, renewalPaidElsewhere).
-  if (result.changed) await renewalPaidElsewhere(ctx, result.payment);
+  // is due now, or, its cycle closed meanwhile, its receipt is sent (renew.ts, afterPaymentRead).
+  await afterPaymentRead(ctx, result);
   return result;
 }
 
@@ -83,7 +83,10 @@ async function applyRead(ctx: AppContext, paymentId: number, state: ProviderPaym
  * payment processing) costs only a cancel the provider refuses. A cancel the provider does not answer
  * fails nothing: it is handed to the reconciler as the expirer's is (cancel.ts), and the read is applied.
  * Null when there is nothing to stop (or the stop is the reconciler's). A renewal's payment is the
- * renewal worker's: its next try confirms the same provider payment.
+ * renewal worker's while its cycle is collected (the try's read back records the decline), but not once
+ * the cycle is closed (void or uncollectible: the subscription canceled while the bank decided): no try
+ * will decide it any more, so it is stopped here like any other, and fails (before, it stayed pending for
+ * ever, read again by every pass of the sync loop).
  */
 async function stopIfDeclined(
   ctx: AppContext,
@@ -95,7 +98,20 @@ async function stopIfDeclined(
     .select(['provider', 'provider_payment_id'])
     .where('id', '=', paymentId)
     .where('status', '=', 'pending')
-    .where('subscription_id', 'is', null);
+    .where((eb) =>
+      eb.or([
+        eb('subscription_id', 'is', null),
+        eb.exists(
+          eb
+            .selectFrom('subscription_cycles')
+            .select('subscription_cycles.id')
+            // By its subscription first: the unique (subscription, period) index finds its few cycles.
+            .whereRef('subscription_cycles.subscription_id', '=', 'payments.subscription_id')
+            .whereRef('subscription_cycles.payment_id', '=', 'payments.id')
+            .where('subscription_cycles.status', 'in', ['void', 'uncollectible']),
+        ),
+      ]),
+    );
   if (stop === 'read') pending = pending.where(cancelNotInReconciliation);
   const payment = await pending.executeTakeFirst();
   if (payment?.provider_payment_id == null) return null;

@@ -8,6 +8,7 @@ import { convert, percentOf, RATE_SCALE, toBigInt } from '../../lib/money.ts';
 import type { ProviderPaymentOutcome, ProviderPaymentState } from '../../provider/types.ts';
 import { attemptInFlight, isExpired } from '../checkout/status.ts';
 import type { CheckoutSessionRow } from '../checkout/table.ts';
+import { paidAfterCycleClosed } from '../subscriptions/renewal-cycles.ts';
 import { onSignupPaymentPaid } from '../subscriptions/signup.ts';
 import { creditSettlement, postSettlement } from '../wallet/settlement.ts';
 import { type CardSummary, planAttempts, type RecordedAttempt, writeAttempts } from './attempts.ts';
@@ -119,6 +120,18 @@ export function nextStatus(current: PaymentStatus, outcome: ProviderPaymentOutco
   }
 }
 
+export interface AppliedState {
+  payment: PaymentRow;
+  changed: boolean;
+  attempts: RecordedAttempt[];
+  /**
+   * The subscription whose renewal period this move paid after its cycle was closed (the bank paid a
+   * charge that was pending when the subscription was canceled: paidAfterCycleClosed), so its customer is
+   * owed the receipt once the transaction has committed; null otherwise.
+   */
+  closedPeriodPaid: number | null;
+}
+
 /**
  * Applies what the provider says about a payment: new or changed attempts, the status move, the deposit,
  * settlement once the payment is paid and its deposit succeeded, and one event if anything visible changed.
@@ -139,7 +152,7 @@ export async function applyProviderState(
    * transaction again the plain way when it does (recordAttemptAnswer in checkout/pay.ts).
    */
   lockWithoutWaiting = false,
-): Promise<{ payment: PaymentRow; changed: boolean; attempts: RecordedAttempt[] }> {
+): Promise<AppliedState> {
   const locked = lockWithoutWaiting
     ? await store.lockPaymentWithAttempts(trx, paymentId)
     : { payment: await store.lockPayment(trx, paymentId), attempts: null };
@@ -189,7 +202,7 @@ export async function applyProviderState(
   const settlement = settling ? await postSettlement(trx, payment, now) : null;
   await writeAttempts(trx, plan);
   const { attempts } = plan;
-  if (!visible && !quiet) return { payment, changed: false, attempts };
+  if (!visible && !quiet) return { payment, changed: false, attempts, closedPeriodPaid: null };
   const changes = {
     status: status ?? payment.status,
     deposit_status: deposit,
@@ -205,15 +218,21 @@ export async function applyProviderState(
   // A signup's first payment: once it is paid, its subscription exists (with the card it saved). A
   // caller that holds the checkout tells whether it is a signup; otherwise it is looked up.
   const signup = checkout === null ? null : checkout.subscription_plan_id !== null;
-  if (status === 'paid' && updated.subscription_id === null && signup !== false) {
+  const renewalId = updated.subscription_id;
+  let closedPeriodPaid: number | null = null;
+  if (status === 'paid' && renewalId === null && signup !== false) {
     if (await onSignupPaymentPaid(trx, updated, state.savedCard ?? null, now))
       updated = (await store.lockPayment(trx, updated.id)) ?? updated;
+  } else if (status === 'paid' && renewalId !== null) {
+    // A renewal's charge the bank paid after its cycle was closed (the subscription canceled meanwhile):
+    // the period is paid after all.
+    closedPeriodPaid = await paidAfterCycleClosed(trx, { id: updated.id, subscription_id: renewalId }, now);
   }
   // The attempts as planned under this transaction's lock: the event need not read them.
   if (visible) await emitPaymentEvent(trx, updated, now, checkout === null ? null : { checkout, attempts });
   // Last: the wallet's row is what every payment of the organization waits for (settlement.ts).
   if (settlement !== null) await creditSettlement(trx, updated, settlement, now);
-  return { payment: updated, changed: visible, attempts };
+  return { payment: updated, changed: visible, attempts, closedPeriodPaid };
 }
 
 /**
@@ -227,12 +246,15 @@ export async function applyProviderState(
  * - a `pending` payment (its bank was deciding): no provider cancels a payment while its bank decides
  *   (Stripe refuses a processing PaymentIntent; the simulator's bank pays every pending one), so one
  *   canceled was declined by the bank first and then stopped (sync.ts, stopIfDeclined): the bank's
- *   decline is its failure (decisions.md: pending → failed).
- * A renewal's checkout is closed from the start; its payment is the renewal worker's to decide.
+ *   decline is its failure (decisions.md: pending → failed). A renewal's payment too (its cycle closed
+ *   while the bank decided, stopped by the same read; or its PaymentIntent canceled by hand at Stripe
+ *   after the bank's decline): failed, as the try's decline makes it (renewal-answers.ts).
+ * Otherwise a renewal's payment (its checkout closed from the start) keeps the provider's word: the
+ * renewal worker decides it.
  */
 async function canceledByKassa(trx: Executor, payment: PaymentRow, now: string): Promise<boolean> {
-  if (payment.subscription_id !== null) return false;
   if (payment.status === 'pending') return true;
+  if (payment.subscription_id !== null) return false;
   return payment.status === 'processing' && (await checkoutExpired(trx, payment, now));
 }
 

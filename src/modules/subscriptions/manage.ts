@@ -225,6 +225,8 @@ export async function cancelSubscription(
         .returning('payment_id')
         .execute();
       // A period being dunned stops: its renewal payment is canceled (no try is in flight: checked above).
+      // One pending at the bank (its try flagged after the reconciler's last read) is not: Kassa cannot
+      // take it back; it is followed until the bank decides (renewal-cycles.ts, closeCycle).
       for (const { payment_id } of voided) {
         if (payment_id !== null) await movePayment(trx, payment_id, 'processing', 'canceled', realNow);
       }

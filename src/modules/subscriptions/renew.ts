@@ -36,7 +36,9 @@ import { openCheckoutPayment } from '../checkout/provider-form.ts';
 import { createCheckoutSession } from '../checkout/service.ts';
 import * as checkouts from '../checkout/store.ts';
 import { type PaymentRow, wasPaid } from '../payments/table.ts';
+import type { AppliedState } from '../payments/transitions.ts';
 import { answerOfTry, giveUp } from './dunning.ts';
+import { sendCustomerMail } from './mails.ts';
 import { periodBounds, renewalDue } from './periods.ts';
 import { finishTry, recordDecided, undecidedAsUnknown } from './renewal-answers.ts';
 import {
@@ -434,6 +436,20 @@ export async function renewalPaidElsewhere(
     .where('next_attempt_at', '>', nowIso)
     .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', realNowIso)]))
     .execute();
+}
+
+/**
+ * After the commit of a payment's move by a read outside the renewal worker (a provider's webhook, the
+ * sync loop, the reconciler, an operator's resolution): a renewal's payment paid has its cycle's next try
+ * due now (renewalPaidElsewhere); one whose cycle was closed while the bank decided (its period paid
+ * after all, payments/transitions.ts) has its receipt sent, once: the move that paid it happened once.
+ */
+export async function afterPaymentRead(
+  ctx: AppContext,
+  applied: Pick<AppliedState, 'payment' | 'changed' | 'closedPeriodPaid'>,
+): Promise<void> {
+  if (applied.changed) await renewalPaidElsewhere(ctx, applied.payment);
+  if (applied.closedPeriodPaid !== null) await sendCustomerMail(ctx, applied.closedPeriodPaid, 'receipt');
 }
 
 /** One pass: schedules due periods, then tries due cycles. Returns how many things it did. */

@@ -169,7 +169,12 @@ export async function recordTry(
   const { subscription, cycle } = await lockCycle(trx, cycleId);
   const nowIso = clockOf(ctx, subscription).toISOString();
   const realNowIso = ctx.clock().toISOString();
-  if (state && cycle.payment_id !== null) await applyProviderState(trx, cycle.payment_id, state, realNowIso);
+  if (state && cycle.payment_id !== null) {
+    const applied = await applyProviderState(trx, cycle.payment_id, state, realNowIso);
+    // The bank paid a charge whose cycle was closed meanwhile (void, uncollectible): paid after all.
+    if (applied.closedPeriodPaid !== null)
+      outbox.push({ subscriptionId: applied.closedPeriodPaid, mail: 'receipt' });
+  }
   const result = tryResultOf(outcome);
   if (result === null || !waitsForTry(cycle, tryNumber)) return false;
   if (outcome.status === 'failed' && outcome.providerError === true) {

@@ -51,7 +51,13 @@ export async function flush(ctx: AppContext, outbox: Outbox) {
   for (const { subscriptionId, mail } of outbox) await sendCustomerMail(ctx, subscriptionId, mail);
 }
 
-/** Closes a cycle without a charge (void: canceled; uncollectible: given up) and its open payment. */
+/**
+ * Closes a cycle without a charge (void: canceled; uncollectible: given up) and its open payment: one still
+ * taking tries (`processing`) is canceled or failed. One `pending` is left as it is: its charge is at the
+ * bank (a debit Stripe shows `processing`), which Kassa cannot take back (Stripe refuses to cancel it);
+ * the sync loop and Stripe's webhooks follow it until the bank decides: paid, the period is paid after all
+ * (paidAfterCycleClosed); declined, the payment fails (payments/sync.ts, stopIfDeclined).
+ */
 export async function closeCycle(
   trx: Executor,
   cycle: SubscriptionCycleRow,
@@ -73,6 +79,31 @@ export async function closeCycle(
       realNowIso,
     );
   }
+}
+
+/**
+ * The hook of payments/transitions.ts, in the transaction that moves a renewal payment to paid: a cycle
+ * closed while that payment was `pending` at the bank (closeCycle: void, or uncollectible) is `paid`, for
+ * the money is real. Nothing else moves: the subscription stays canceled (canceled_at and the reason kept;
+ * a canceled subscription never comes back, as at Stripe) and no period starts. Returns the subscription
+ * whose customer is owed the receipt (sent once the transaction has committed), or null. Only the cycle's
+ * row is written: no lock is taken on the subscription inside the payment's transaction.
+ */
+export async function paidAfterCycleClosed(
+  trx: Executor,
+  payment: { id: number; subscription_id: number },
+  nowIso: string,
+): Promise<number | null> {
+  const cycle = await trx
+    .updateTable('subscription_cycles')
+    .set({ status: 'paid', updated_at: nowIso })
+    // By its subscription first: the unique (subscription, period) index finds its few cycles.
+    .where('subscription_id', '=', payment.subscription_id)
+    .where('payment_id', '=', payment.id)
+    .where('status', 'in', ['void', 'uncollectible'])
+    .returning('subscription_id')
+    .executeTakeFirst();
+  return cycle?.subscription_id ?? null;
 }
 
 /** Whether the merchant's cancel at the period's end is due: asked for, and that period has ended. */
