@@ -1,9 +1,11 @@
 // Stripe's webhooks at POST /api/provider/webhooks/stripe/: signed with the SDK's own test helper and with
 // an independent node:crypto HMAC; a duplicate or an out-of-order event changes nothing twice; a bad,
 // stale or missing Stripe-Signature is a 400 {detail} that changes nothing; events Kassa does not handle
-// are acknowledged.
+// are acknowledged; a body over 512 KiB (not the public 64 KiB: Stripe's events embed whole objects) is a
+// 413 {detail} that changes nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { STRIPE_WEBHOOK_BODY_LIMIT } from '../src/http/public.ts';
 import { createCheckout } from './helpers/checkout.ts';
 import type { FakeStripe } from './helpers/fake-stripe/server.ts';
 import { signWithHmac } from './helpers/fake-stripe/server.ts';
@@ -52,15 +54,20 @@ describe(`Stripe webhooks (${DB_KIND})`, () => {
       ).n,
     );
 
+  /** A delivery answered 200 and applied at once: the payment re-read from Stripe, paid. */
+  const assertApplied = async (response: Awaited<ReturnType<typeof deliver>>, paymentId: number) => {
+    assert.equal(response.status, 200, response.text);
+    assert.deepEqual(response.body, { received: true, duplicate: false, payments: 1, refunds: 0 });
+    assert.equal(await statusOf(paymentId), 'paid');
+  };
+
   test('payment_intent.succeeded signed with the SDK helper is applied at once', async () => {
     const { payment, intentId } = await paidAtStripe();
     assert.equal(await statusOf(payment.id), 'processing');
     const response = await deliver(server, fake, eventAbout(fake, 'payment_intent.succeeded', intentId), {
       sign: 'sdk',
     });
-    assert.equal(response.status, 200, response.text);
-    assert.deepEqual(response.body, { received: true, duplicate: false, payments: 1, refunds: 0 });
-    assert.equal(await statusOf(payment.id), 'paid');
+    await assertApplied(response, payment.id);
   });
 
   test('the same event signed with an independent HMAC is accepted too (and is a duplicate)', async () => {
@@ -152,5 +159,40 @@ describe(`Stripe webhooks (${DB_KIND})`, () => {
     );
     const response = await deliver(server, fake, charge);
     assert.deepEqual(response.body, { received: true, duplicate: false, payments: 0, refunds: 0 });
+  });
+
+  /** The event's JSON with a `padding` field that makes it exactly `bytes` long (signed as it is). */
+  const sized = (event: object, bytes: number) => {
+    const bare = JSON.stringify({ ...event, padding: '' });
+    return JSON.stringify({ ...event, padding: 'x'.repeat(bytes - Buffer.byteLength(bare)) });
+  };
+  const storedEvents = (eventId: string) =>
+    server.ctx.db.selectFrom('provider_events').select('id').where('event_id', '=', eventId).execute();
+
+  test('a signed event one byte over 512 KiB is a 413 {detail} that writes nothing; one of exactly 512 KiB is applied', async () => {
+    const { payment, intentId } = await paidAtStripe();
+    const event = eventAbout(fake, 'payment_intent.succeeded', intentId);
+    const before = await eventCount();
+    const over = await deliver(server, fake, event, { body: sized(event, STRIPE_WEBHOOK_BODY_LIMIT + 1) });
+    assert.deepEqual([over.status, over.body], [413, { detail: 'Request body is too large.' }]);
+    assert.equal(await statusOf(payment.id), 'processing');
+    assert.equal(await eventCount(), before);
+    assert.deepEqual(await storedEvents(event.id), [], 'not remembered: its next delivery is handled');
+
+    const limit = await deliver(server, fake, event, { body: sized(event, STRIPE_WEBHOOK_BODY_LIMIT) });
+    await assertApplied(limit, payment.id);
+  });
+
+  test("an event over the public 64 KiB that Stripe may send is applied: the PaymentIntent's metadata at Stripe's maximum, every character escaped", async () => {
+    const { payment, intentId } = await paidAtStripe();
+    const event = eventAbout(fake, 'payment_intent.succeeded', intentId);
+    const intent = event.data.object as { metadata: Record<string, string> };
+    // 50 keys in all, of 40 characters, each value 500 characters that JSON escapes as \u00XX (6 bytes).
+    const metadata = { ...intent.metadata };
+    for (let i = 0; Object.keys(metadata).length < 50; i++)
+      metadata[`dashboard_note_${i}_`.padEnd(40, 'x')] = '\u0001'.repeat(500);
+    const body = JSON.stringify({ ...event, data: { ...event.data, object: { ...intent, metadata } } });
+    assert.ok(Buffer.byteLength(body) > 128 * 1024, `${Buffer.byteLength(body)} bytes`);
+    await assertApplied(await deliver(server, fake, event, { body }), payment.id);
   });
 });

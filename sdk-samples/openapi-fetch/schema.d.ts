@@ -1255,7 +1255,7 @@ export interface paths {
         put?: never;
         /**
          * Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once
-         * @description Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once. No credentials needed.
+         * @description Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once. A body over 512 KiB is a 413 and changes nothing. No credentials needed.
          */
         post: operations["postProviderWebhooksStripe"];
         delete?: never;

@@ -5,6 +5,7 @@
 import { Type } from 'typebox';
 import { sessionAuth } from '../../http/auth.ts';
 import { NotFoundError } from '../../http/errors.ts';
+import { STRIPE_WEBHOOK_BODY_LIMIT } from '../../http/public.ts';
 import { asksProvider, ErrorResponse, limitedPerAddress, Shape } from '../../http/schemas.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
 import { limitPublicCaller } from '../checkout/rate-limit.ts';
@@ -52,6 +53,8 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
   app.post(
     '/provider/webhooks/stripe/',
     {
+      // Not PUBLIC_BODY_LIMIT: Stripe's events embed whole objects (http/public.ts says why 512 KiB).
+      bodyLimit: STRIPE_WEBHOOK_BODY_LIMIT,
       // Each event's object is re-read from Stripe; a 503 has Stripe deliver the event again.
       schema: {
         ...asksProvider,
@@ -60,7 +63,7 @@ export async function providerRoutes(app: App, { ctx }: RouteOptions) {
           404: ErrorResponse('Stripe is not configured on this service ("Unknown provider.").'),
         },
         description:
-          'Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once.',
+          'Stripe webhook endpoint: Stripe-Signature verified over the raw body (300 s tolerance), each event handled once. A body over 512 KiB is a 413 and changes nothing.',
       },
     },
     async (request) => handleStripeWebhook(ctx, request.rawBody, request.headers),
