@@ -153,6 +153,23 @@ describe('retention: the worker deletes bookkeeping that has served its purpose,
     assert.ok(await exists('events', recent));
     assert.ok(await exists('webhook_deliveries', recentDelivery));
     assert.equal(await drain(), 0, 'a second pass finds nothing');
+
+    if (DB_KIND === 'postgres') {
+      // The feed's order (migration 027) has a row per event, deleted with its event.
+      const feedRows = await sql<{ event_id: string; orphan: boolean }>`
+        select event_id, not exists (select 1 from events where events.id = event_feed.event_id) as orphan
+        from event_feed where organization_id = ${merchant.organizationId}`.execute(server.ctx.db);
+      const inFeed = new Set(feedRows.rows.map((row) => Number(row.event_id)));
+      for (const gone of [oldDelivered, oldWithoutDelivery])
+        assert.equal(inFeed.has(gone), false, `the feed row of deleted event ${gone} is gone with it`);
+      for (const kept of [oldFailed, oldPending, oldUndispatched, recent])
+        assert.ok(inFeed.has(kept), `kept event ${kept} keeps its feed row`);
+      assert.deepEqual(
+        feedRows.rows.filter((row) => row.orphan),
+        [],
+        'no event_feed row is left without its event',
+      );
+    }
   });
 
   const deliveriesOfEvent = async (eventId: number) =>

@@ -3909,7 +3909,7 @@ export interface operations {
     getOrganizationEvents: {
         parameters: {
             query?: {
-                /** @description Cursor: events after this id. */
+                /** @description Cursor: the `cursor` of an earlier answer, as it was (`<id>` on SQLite, `<tx>-<id>` on PostgreSQL, where a plain `<id>` from an earlier version is still accepted); `0` or none reads from the start. */
                 after?: string;
                 subject?: string;
                 environment?: "production" | "sandbox";
@@ -3927,7 +3927,7 @@ export interface operations {
             /** @description The organization's events, oldest first. */
             200: {
                 headers: {
-                    /** @description Milliseconds an event is held back before the feed returns it: 2000 on PostgreSQL (so that events of transactions still committing are not skipped by a cursor), 0 on SQLite. A follower starting from "now" waits this long first. */
+                    /** @description Milliseconds an event is held back before the feed returns it: 0 on both databases (an event is returned once no transaction that could commit an event before it is still open, so a cursor never skips one). Earlier versions answered 2000 on PostgreSQL; a follower starting from "now" waits this long first. */
                     "Kassa-Feed-Settle-Ms"?: number;
                     [name: string]: unknown;
                 };
@@ -3946,7 +3946,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         }[];
-                        /** @description Pass as `after` to read on. */
+                        /** @description Pass as `after` to read on: opaque (`<id>` on SQLite, `<tx>-<id>` on PostgreSQL). */
                         cursor: string;
                     };
                 };

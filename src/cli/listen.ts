@@ -95,9 +95,10 @@ Events are signed with a secret printed at start (not your endpoint's secret).`,
     const auth = { authorization: `Token ${token}` };
     let cursor = '0';
     if (!values['from-start']) {
-      // Skip history: find the newest id by paging to the end. The feed holds back events younger
-      // than its settle time (PostgreSQL, see the events routes); wait that out once and skip again,
-      // so an event written just before start is history, not forwarded as new.
+      // Skip history: find the end by paging to it. This version's feed holds nothing back (its
+      // settle header is 0, src/modules/events/feed.ts), but a server before it held events back on
+      // PostgreSQL for the header's time: wait that out once and skip again, so an event written just
+      // before start is history, not forwarded as new.
       let settleMs = 0;
       const skipToEnd = async () => {
         for (;;) {

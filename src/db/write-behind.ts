@@ -29,8 +29,9 @@
 // - Constraints behave as for separate statements: CHECK and UNIQUE per row, FOREIGN KEY checks at the
 //   end of the statement (they see every CTE's rows), and triggers fire per CTE. A trigger that reads
 //   or writes another table, or a foreign key's ON DELETE / ON UPDATE action, escapes the rule above:
-//   Kassa has no such action, and its triggers send a NOTIFY (migration 017) or read what no write
-//   changes (018: a refund's payment's gross, organization, environment and currency).
+//   Kassa has no such action, and its triggers send a NOTIFY (migration 017), read what no write
+//   changes (018: a refund's payment's gross, organization, environment and currency) or write what
+//   no write reads or changes (027: an event's row in event_feed, which only the feed reads).
 import { type Compilable, CompiledQuery, type DatabaseConnection, type OperationNode } from 'kysely';
 import type { Executor } from './database.ts';
 import { nameFlush } from './prepared.ts';

@@ -27,6 +27,7 @@ import { renewalProviderErrors } from './023-renewal-provider-errors.ts';
 import { webhookLogReferences } from './024-webhook-log-references.ts';
 import { webhookEventReference } from './025-webhook-event-reference.ts';
 import { webhookClaimLeases } from './026-webhook-claim-leases.ts';
+import { eventFeed } from './027-event-feed.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -56,5 +57,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '024_webhook_log_references': webhookLogReferences(kind),
     '025_webhook_event_reference': webhookEventReference(kind),
     '026_webhook_claim_leases': webhookClaimLeases(kind),
+    '027_event_feed': eventFeed(kind),
   };
 }

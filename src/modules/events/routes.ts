@@ -1,66 +1,18 @@
 // GET /api/organization/events/: the organization's events as written to the outbox, oldest first
-// after a cursor. With `wait`, it long-polls: `kassa listen` and the dashboard follow it live. A session
-// holds at most MAX_LONG_POLLS waiting polls at once (each costs a database read per interval), and the
-// interval backs off from 250 ms to 1 s while nothing arrives.
-import type { AppContext } from '../../context.ts';
-import { isPostgres } from '../../db/connection.ts';
+// after a cursor (the read and the cursor, which never skips an event, are in feed.ts). With `wait`, it
+// long-polls: `kassa listen` and the dashboard follow it live. A session holds at most MAX_LONG_POLLS
+// waiting polls at once (each costs a database read per interval), and the interval backs off from
+// 250 ms to 1 s while nothing arrives.
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { RateLimitedError, ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
-import type { EventType } from './emit.ts';
+import { cursorAfter, type FeedEvent, parseCursor, readEvents } from './feed.ts';
 import { EventFeed, EventsQuery, FEED_SETTLE_HEADER } from './schemas.ts';
-
-/**
- * On PostgreSQL, how old (by created_at) an event must be before the feed returns it. Ids come from a
- * sequence when the row is written, not when it commits: with T1 holding id 100 open while T2 commits
- * 101, a reader that returned 101 would move its cursor past 100 for good. Holding events back this
- * long lets such transactions commit first; one that commits later than this after writing its event
- * can still be skipped by a cursor (its webhook is unaffected: delivery reads the outbox, not the
- * feed). SQLite has one writer, so ids commit in order there and nothing is held back.
- */
-export const FEED_SETTLE_MS = 2000;
-
-async function readEvents(
-  ctx: AppContext,
-  organizationId: number,
-  filter: { after: number; subject?: string; environment?: string; limit: number },
-) {
-  let query = ctx.db
-    .selectFrom('events')
-    .select(['id', 'type', 'environment', 'subject', 'payload', 'created_at'])
-    .where('organization_id', '=', organizationId)
-    .where('id', '>', filter.after)
-    .orderBy('id', 'asc')
-    .limit(filter.limit);
-  if (isPostgres(ctx.db)) {
-    // created_at is the writer's clock as an ISO string (one format, so text order is time order).
-    const settled = new Date(ctx.clock().getTime() - FEED_SETTLE_MS).toISOString();
-    query = query.where('created_at', '<=', settled);
-  }
-  if (filter.subject) query = query.where('subject', '=', filter.subject);
-  if (filter.environment)
-    query = query.where('environment', '=', filter.environment as 'production' | 'sandbox');
-  const rows = await query.execute();
-  return rows.map((row) => ({
-    id: row.id,
-    // Only emitEvent writes events, always with one of these types.
-    type: row.type as EventType,
-    environment: row.environment,
-    subject: row.subject,
-    created_at: row.created_at,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-  }));
-}
 
 /** Long-polls one session may hold at once (per process); a further one is a 429 at once. */
 export const MAX_LONG_POLLS = 3;
 const FIRST_POLL_MS = 250;
 const LONGEST_POLL_MS = 1000;
-
-function cursorOf(results: { id: number }[], after: number): string {
-  const last = results.at(-1);
-  return String(last ? last.id : after);
-}
 
 export async function eventRoutes(app: App, { ctx }: RouteOptions) {
   const waitingBySession = new Map<number, number>();
@@ -69,17 +21,21 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
     '/organization/events/',
     { preValidation: sessionAuth(ctx), schema: { querystring: EventsQuery, response: { 200: EventFeed } } },
     async (request, reply) => {
-      // On the feed's answers only (an error's 429 or 400 does not declare it).
-      const answer = (results: Awaited<ReturnType<typeof readEvents>>) => {
-        void reply.header(FEED_SETTLE_HEADER, String(isPostgres(ctx.db) ? FEED_SETTLE_MS : 0));
-        return { results, cursor: cursorOf(results, filter.after) };
+      // On the feed's answers only (an error's 429 or 400 does not declare it). Nothing is held back
+      // (feed.ts): the header stays, at 0, for followers written against versions that held back 2 s.
+      const answer = (results: FeedEvent[]) => {
+        void reply.header(FEED_SETTLE_HEADER, '0');
+        return {
+          results: results.map(({ tx: _tx, ...event }) => event),
+          cursor: cursorAfter(ctx, results, request.query.after),
+        };
       };
       const organizationId = sessionOf(request).organizationId;
       const limit = Number(request.query.limit ?? 100);
       if (limit < 1 || limit > 500) throw new ValidationError('limit: must be between 1 and 500.');
       const waitMs = Math.min(Number(request.query.wait ?? 0), 30) * 1000;
       const filter = {
-        after: Number(request.query.after ?? 0),
+        after: parseCursor(request.query.after),
         subject: request.query.subject,
         environment: request.query.environment,
         limit,

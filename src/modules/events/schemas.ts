@@ -3,7 +3,14 @@ import { Type } from 'typebox';
 import { Environment, Nullable, Shape, Timestamp } from '../../http/schemas.ts';
 
 export const EventsQuery = Type.Object({
-  after: Type.Optional(Type.String({ pattern: '^\\d{1,15}$', description: 'Cursor: events after this id.' })),
+  after: Type.Optional(
+    Type.String({
+      pattern: '^(\\d{1,19}-)?\\d{1,15}$',
+      description:
+        'Cursor: the `cursor` of an earlier answer, as it was (`<id>` on SQLite, `<tx>-<id>` on PostgreSQL, ' +
+        'where a plain `<id>` from an earlier version is still accepted); `0` or none reads from the start.',
+    }),
+  ),
   subject: Type.Optional(Type.String({ maxLength: 64 })),
   environment: Type.Optional(Environment),
   limit: Type.Optional(Type.String({ pattern: '^\\d{1,3}$', description: '1 to 500, default 100.' })),
@@ -13,7 +20,8 @@ export const EventsQuery = Type.Object({
 });
 
 /**
- * The answer's header naming the feed's hold-back (routes.ts FEED_SETTLE_MS): declared on the response
+ * The answer's header naming the feed's hold-back, 0 since the feed is ordered by commit (feed.ts); versions
+ * before it held events back 2 s on PostgreSQL, and followers wait the header out. Declared on the response
  * so that the OpenAPI document lists it (@fastify/swagger turns a response schema's `headers` into the
  * response's headers; serialisation ignores the keyword).
  */
@@ -38,7 +46,9 @@ const EventFeedBody = Shape(
         }),
       }),
     ),
-    cursor: Type.String({ description: 'Pass as `after` to read on.' }),
+    cursor: Type.String({
+      description: 'Pass as `after` to read on: opaque (`<id>` on SQLite, `<tx>-<id>` on PostgreSQL).',
+    }),
   },
   "The organization's events, oldest first.",
 );
@@ -48,9 +58,10 @@ export const EventFeed = Object.assign(EventFeedBody, {
     [FEED_SETTLE_HEADER]: Type.Integer({
       minimum: 0,
       description:
-        'Milliseconds an event is held back before the feed returns it: 2000 on PostgreSQL (so that events ' +
-        'of transactions still committing are not skipped by a cursor), 0 on SQLite. A follower starting ' +
-        'from "now" waits this long first.',
+        'Milliseconds an event is held back before the feed returns it: 0 on both databases (an event is ' +
+        'returned once no transaction that could commit an event before it is still open, so a cursor ' +
+        'never skips one). Earlier versions answered 2000 on PostgreSQL; a follower starting from "now" ' +
+        'waits this long first.',
     }),
   },
 });

@@ -20,8 +20,21 @@ export interface EventsTable {
   locked_until: string | null;
 }
 
+/**
+ * On PostgreSQL only (migration 027): the feed's order, one row per event, written by a trigger on
+ * events' insert. Not on `events` itself: the worker's dispatch update of an event is not HOT and
+ * writes every index of `events` again.
+ */
+export interface EventFeedTable {
+  event_id: number;
+  organization_id: number;
+  /** xid8 of the transaction that wrote the event, by the column's default; '0' for events from before 027. */
+  tx: Generated<string>;
+}
+
 export type EventRow = Selectable<EventsTable>;
 
 export interface EventTables {
   events: EventsTable;
+  event_feed: EventFeedTable;
 }

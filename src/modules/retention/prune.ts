@@ -2,7 +2,8 @@
 // so the database grows with the business (payments, refunds, payouts, which are never deleted), not with
 // traffic. One worker loop, in batches, oldest first, each batch in its own transaction:
 // - webhook deliveries that are finished (delivered or failed for good), with their attempts, and
-//   dispatched events no delivery refers to any more: after KASSA_RETENTION_DAYS (30; 0 keeps them);
+//   dispatched events no delivery refers to any more, with their feed rows (PostgreSQL's event_feed):
+//   after KASSA_RETENTION_DAYS (30; 0 keeps them);
 // - dashboard sessions a day after they expired or were revoked, and refund verification codes, login
 //   challenges and password-reset links a day after they expired (none can be used by then);
 // - failed-password counts (login_failures) once their window has ended: a new failure would start a
@@ -58,6 +59,7 @@ function noDeliveryRefersToEvent(eb: ExpressionBuilder<Database, 'events'>) {
 // delete checks again that no delivery refers to them. Its statement's snapshot, taken after the locks,
 // sees every redelivery committed before them; one that comes after waits for this transaction, then
 // finds its event gone and answers 404. On SQLite the transaction holds the only write lock.
+// On PostgreSQL the events' rows in event_feed go in the same transaction.
 async function pruneEvents(db: Executor, cutoff: string): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const batch = trx
@@ -73,12 +75,19 @@ async function pruneEvents(db: Executor, cutoff: string): Promise<number> {
     const rows = await (isPostgres(trx) ? batch.forUpdate().skipLocked() : batch).execute();
     if (rows.length === 0) return 0;
     const ids = rows.map((row) => row.id);
-    const result = await trx
+    const deleted = await trx
       .deleteFrom('events')
       .where('id', 'in', ids)
       .where(noDeliveryRefersToEvent)
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
+      .returning('id')
+      .execute();
+    // The feed's rows of these events (PostgreSQL, migration 027), by primary key: no foreign key
+    // deletes them, so the same transaction does.
+    if (isPostgres(trx) && deleted.length > 0) {
+      const gone = deleted.map((row) => row.id);
+      await trx.deleteFrom('event_feed').where('event_id', 'in', gone).execute();
+    }
+    return deleted.length;
   });
 }
 
