@@ -24,9 +24,15 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
   // bank was deciding) may have been declined, unread yet, or read and stopped but not yet failed (sync.ts,
   // stopIfDeclined): it is read as sync-status reads it, so the answer is the outcome. (The simulator's
   // bank pays every pending payment, on the reads its sandbox script counts: a cancel does not read it.)
+  // Whether this cancel looked at the provider: only then may a decided payment be its answer (below). With
+  // a provider whose card form is Kassa's (the simulator) nothing is read, and a payment decided meanwhile
+  // (a pay answered between the read above and the lock) leaves the checkout finished: 410, as the
+  // contract says.
+  let looked = false;
   if (before && !ctx.providers.named(before.provider).cardForm) {
     if (before.status === 'processing') await stopAtProvider(ctx, before);
     else if (before.status === 'pending') await syncPayment(ctx, before, 'customer');
+    looked = before.status === 'processing' || before.status === 'pending';
   }
   const now = ctx.clock();
   const nowIso = now.toISOString();
@@ -35,7 +41,7 @@ export async function cancelCheckout(ctx: AppContext, token: string) {
     const existing = await payments.paymentOfCheckout(trx, locked.id);
     // The cancel's own look decided the payment (paid meanwhile; declined by the bank): its outcome is the
     // answer, as sync-status's would be, and nothing is canceled.
-    if (before && existing && decidedByLook(locked, before, existing, now)) {
+    if (looked && before && existing && decidedByLook(locked, before, existing, now)) {
       return { session: locked, payment: existing };
     }
     if (!existing || !finishesLostCancel(ctx, locked, existing, now)) assertCancelable(locked, existing, now);

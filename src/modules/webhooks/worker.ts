@@ -245,10 +245,14 @@ export class DeliveryWorker {
       this.nextDueAt = probe.nextDueAt === null ? null : Date.parse(probe.nextDueAt);
       return 0;
     }
+    // A round whose read of due deliveries is stale leaves them DUE_ROOM (all of its room when it has no
+    // more: a limit of 0 claims no event, and the full claim is the next round's).
     const dueStale = Date.now() - this.dueReadAt >= DUE_READ_MAX_AGE_MS;
-    const limit = Math.min(dueStale ? Math.max(1, room - DUE_ROOM) : room, CLAIM_BATCH);
+    const limit = Math.min(dueStale ? Math.max(0, room - DUE_ROOM) : room, CLAIM_BATCH);
     const dispatched =
-      probe && !probe.events ? { events: 0, claimed: [] } : await this.claimEvents(lease, limit);
+      (probe && !probe.events) || limit === 0
+        ? { events: 0, claimed: [] }
+        : await this.claimEvents(lease, limit);
     // A full claim means more is probably waiting: the next tick skips the idle check.
     this.outboxBusy = dispatched.events === limit;
     this.hold(dispatched.claimed);
