@@ -4,14 +4,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import type { Executor } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
 import { eventFeed } from '../src/db/migrations/027-event-feed.ts';
+import { eventFeedSchema } from '../src/db/migrations/028-event-feed-schema.ts';
 import { deferEvent, emitEvent } from '../src/modules/events/emit.ts';
 import {
   call,
   createTestMerchant,
   DB_KIND,
   type Merchant,
+  PG_URL,
   startTestServer,
   type TestServer,
 } from './helpers/server.ts';
@@ -191,7 +195,10 @@ describe(`the event feed followed with a cursor (${DB_KIND})`, () => {
     const firstId = await emit(server.ctx.db, merchant, 'RF00000000000000P1');
     await emit(server.ctx.db, merchant, 'RF00000000000000P2');
     if (DB_KIND === 'postgres') {
-      await server.ctx.db.transaction().execute((trx) => eventFeed('postgres').up(trx));
+      await server.ctx.db.transaction().execute(async (trx) => {
+        await eventFeed('postgres').up(trx);
+        await eventFeedSchema('postgres').up(trx);
+      });
       const copied = await sql<{ tx: string }>`select tx::text from event_feed
         where organization_id = ${merchant.organizationId}`.execute(server.ctx.db);
       assert.deepEqual(copied.rows, [{ tx: '0' }, { tx: '0' }], 'the earlier events are copied with tx 0');
@@ -280,6 +287,109 @@ describe(`the event feed followed with a cursor (${DB_KIND})`, () => {
         JSON.stringify(indexes.rows),
       );
     }
+  });
+
+  test("an event inserted from a session whose search_path is elsewhere gets its feed row in Kassa's schema", {
+    skip: DB_KIND !== 'postgres' && 'SQLite has no schemas and no feed table',
+  }, async () => {
+    // An operator's insert into `<schema>.events` from a session on `public`, or on another Kassa
+    // instance's schema (which has an event_feed of its own): the trigger's insert must not resolve
+    // event_feed through that session's search_path (migration 028).
+    const merchant = await createTestMerchant(server);
+    const schema = server.env.KASSA_DB_SCHEMA as string;
+    const other = `${schema}_other`;
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      await client.query(`create schema ${other}`);
+      await client.query(`create table ${other}.event_feed (event_id bigint primary key,
+        organization_id bigint not null, tx xid8 not null default pg_current_xact_id())`);
+      const now = new Date().toISOString();
+      for (const [path, subject] of [
+        ['public', 'RF00000000000000O1'],
+        [other, 'RF00000000000000O2'],
+      ]) {
+        await client.query(`set search_path = ${path}`);
+        await client.query(
+          `insert into ${schema}.events (organization_id, environment, type, subject, payload, created_at)
+           values ($1, 'sandbox', 'refund.status_changed', $2, '{}', $3)`,
+          [merchant.organizationId, subject, now],
+        );
+      }
+      const stray = await client.query(`select count(*)::int as count from ${other}.event_feed`);
+      assert.equal(stray.rows[0].count, 0, "no row went into the other schema's event_feed");
+    } finally {
+      await client.query(`drop schema if exists ${other} cascade`);
+      await client.end();
+    }
+    await settled(merchant, 2);
+    assert.deepEqual(
+      (await read(merchant, '0')).body.results.map((event) => event.subject),
+      ['RF00000000000000O1', 'RF00000000000000O2'],
+    );
+  });
+
+  test("a feed row is returned only to its event's own organization", {
+    skip: DB_KIND !== 'postgres' && 'SQLite reads events alone',
+  }, async () => {
+    // A feed row naming another organization than its event's (a row another schema's event wrote here
+    // before migration 028) shows nothing to that organization.
+    const owner = await createTestMerchant(server);
+    const other = await createTestMerchant(server);
+    const id = await emit(server.ctx.db, owner, 'RF00000000000000G1');
+    await sql`update event_feed set organization_id = ${other.organizationId} where event_id = ${id}`.execute(
+      server.ctx.db,
+    );
+    await emit(server.ctx.db, other, 'RF00000000000000G2');
+    await settled(other, 1);
+    assert.deepEqual(
+      (await read(other, '0')).body.results.map((event) => event.subject),
+      ['RF00000000000000G2'],
+    );
+    // A page of that one row alone is empty, and its cursor moves past it.
+    const passed = await read(other, '0', '&limit=1');
+    assert.deepEqual(passed.body.results, []);
+    assert.notEqual(passed.body.cursor, '0');
+    assert.deepEqual(
+      (await read(other, passed.body.cursor, '&limit=1')).body.results.map((event) => event.subject),
+      ['RF00000000000000G2'],
+    );
+  });
+
+  test('after a restore into a cluster whose transaction ids are lower, the restored events and a follower read on', {
+    skip: DB_KIND !== 'postgres' && 'SQLite has no transaction ids in its feed',
+  }, async () => {
+    const merchant = await createTestMerchant(server);
+    const firstId = await emit(server.ctx.db, merchant, 'RF00000000000000R1');
+    await emit(server.ctx.db, merchant, 'RF00000000000000R2');
+    await settled(merchant, 2);
+    // A dump restored into a fresh cluster keeps the old cluster's transaction ids, above every id the
+    // new one has given: simulated by moving this organization's rows a billion ids ahead.
+    const moved = await sql<{ tx: string }>`
+      update event_feed set tx = (pg_current_xact_id()::text::numeric + 1000000000)::text::xid8
+      where organization_id = ${merchant.organizationId} returning tx::text`.execute(server.ctx.db);
+    const restoredTx = moved.rows[0]?.tx as string;
+    // A follower had read R1 in the old cluster: its cursor carries the old transaction id.
+    const oldCursor = `${restoredTx}-${firstId}`;
+    assert.deepEqual((await read(merchant, '0')).body.results, [], 'the restored rows are hidden');
+    // What runs at every start.
+    await migrateToLatest(server.ctx.db, 'postgres');
+    const txs = await sql<{ tx: string }>`select tx::text from event_feed
+      where organization_id = ${merchant.organizationId}`.execute(server.ctx.db);
+    assert.deepEqual(txs.rows, [{ tx: '0' }, { tx: '0' }], 'the restored rows are rebased to tx 0');
+    await emit(server.ctx.db, merchant, 'RF00000000000000R3');
+    await settled(merchant, 3);
+    assert.deepEqual(
+      (await read(merchant, '0')).body.results.map((event) => event.subject),
+      ['RF00000000000000R1', 'RF00000000000000R2', 'RF00000000000000R3'],
+    );
+    const page = await read(merchant, oldCursor);
+    assert.deepEqual(
+      page.body.results.map((event) => event.subject),
+      ['RF00000000000000R2', 'RF00000000000000R3'],
+      'the old cursor reads on as its id',
+    );
+    assert.deepEqual((await read(merchant, page.body.cursor)).body.results, []);
   });
 
   test('a malformed cursor is a 400 with a detail', async () => {

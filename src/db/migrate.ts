@@ -5,10 +5,12 @@
 // introspecting every schema of the database, which races with other schemas being created or
 // dropped (parallel test files, several tenants). Here everything happens in one transaction under a
 // lock: an advisory lock per schema on PostgreSQL (so any number of processes may start at once),
-// SQLite's single writer otherwise. A failed migration rolls back whole.
+// SQLite's single writer otherwise. A failed migration rolls back whole. On PostgreSQL the event
+// feed's rows restored from another cluster are then rebased (event-feed-rebase.ts).
 import { type Kysely, sql } from 'kysely';
 import type { DatabaseKind } from '../config.ts';
 import type { Database } from './database.ts';
+import { rebaseRestoredEventFeed } from './event-feed-rebase.ts';
 import { migrations } from './migrations/index.ts';
 
 export async function migrateToLatest(db: Kysely<Database>, kind: DatabaseKind): Promise<string[]> {
@@ -40,6 +42,8 @@ export async function migrateToLatest(db: Kysely<Database>, kind: DatabaseKind):
       );
       applied.push(name);
     }
+    // Feed rows restored from another cluster's dump would stay hidden (event-feed-rebase.ts).
+    if (kind === 'postgres') await rebaseRestoredEventFeed(trx);
     return applied;
   });
 }

@@ -28,6 +28,7 @@ import { webhookLogReferences } from './024-webhook-log-references.ts';
 import { webhookEventReference } from './025-webhook-event-reference.ts';
 import { webhookClaimLeases } from './026-webhook-claim-leases.ts';
 import { eventFeed } from './027-event-feed.ts';
+import { eventFeedSchema } from './028-event-feed-schema.ts';
 
 export function migrations(kind: DatabaseKind): Record<string, Migration> {
   return {
@@ -58,5 +59,6 @@ export function migrations(kind: DatabaseKind): Record<string, Migration> {
     '025_webhook_event_reference': webhookEventReference(kind),
     '026_webhook_claim_leases': webhookClaimLeases(kind),
     '027_event_feed': eventFeed(kind),
+    '028_event_feed_schema': eventFeedSchema(kind),
   };
 }

@@ -13,7 +13,8 @@
 // events written before 027 sort (their rows were copied with tx 0; they had all committed by then).
 // The order is read from event_feed's index (organization, tx, event), each event's columns then from
 // its row in `events` by primary key: the order is kept out of `events`, whose rows the webhook worker
-// updates (migration 027 says why).
+// updates (migration 027 says why). After a restore into another cluster, tx values from the old one are
+// rebased at start, and a cursor carrying one is read as its id (src/db/event-feed-rebase.ts).
 // SQLite has one writer, so ids commit in order there: its feed reads by id.
 import { sql } from 'kysely';
 import type { AppContext } from '../../context.ts';
@@ -40,7 +41,15 @@ export interface FeedFilter {
 }
 
 export async function readEvents(ctx: AppContext, organizationId: number, filter: FeedFilter) {
-  const columns = ['events.id', 'type', 'environment', 'subject', 'payload', 'created_at'] as const;
+  const columns = [
+    'events.id',
+    'events.organization_id',
+    'type',
+    'environment',
+    'subject',
+    'payload',
+    'created_at',
+  ] as const;
   const ordered = isPostgres(ctx.db)
     ? ctx.db
         .selectFrom('event_feed')
@@ -48,12 +57,19 @@ export async function readEvents(ctx: AppContext, organizationId: number, filter
         .select(columns)
         // xid8 as text: node-pg would hand it over as a string anyway, and it passes 2^53.
         .select(sql<string>`event_feed.tx::text`.as('tx'))
-        // The feed row's organization is its event's (the trigger copies it). Not asked of `events` too:
-        // the planner would then read all the organization's events by events_subject and sort them.
+        // The feed row's organization is its event's (the trigger copies it). The event's own is checked
+        // below, not asked of `events` here: the planner would then read all the organization's events by
+        // events_subject and sort them. So it did with the two organizations equal in the join's
+        // condition, in a forced generic plan: it counted the event's organization as a second filter,
+        // independent of the first, and expected too few rows to stop early in index order.
         .where('event_feed.organization_id', '=', organizationId)
-        // Compared in SQL, as xid8: never as a JavaScript number.
+        // Compared in SQL, as xid8: never as a JavaScript number. A cursor's tx at or above the
+        // snapshot's xmax was not given by this cluster: it was read before a restore from another one,
+        // whose rows start rebased to tx 0 (src/db/event-feed-rebase.ts), so it reads as its id alone.
         .where(
-          sql<boolean>`(event_feed.tx, event_feed.event_id) > (${filter.after.tx}::xid8, ${filter.after.id})`,
+          sql<boolean>`(event_feed.tx, event_feed.event_id) > (case
+            when ${filter.after.tx}::xid8 < pg_snapshot_xmax(pg_current_snapshot()) then ${filter.after.tx}::xid8
+            else '0'::xid8 end, ${filter.after.id})`,
         )
         .where('event_feed.tx', '<', sql<string>`pg_snapshot_xmin(pg_current_snapshot())`)
         .orderBy('event_feed.tx')
@@ -69,23 +85,27 @@ export async function readEvents(ctx: AppContext, organizationId: number, filter
   if (filter.subject) query = query.where('subject', '=', filter.subject);
   if (filter.environment) query = query.where('environment', '=', filter.environment);
   const rows = await query.execute();
-  return rows.map((row) => ({
-    id: row.id,
-    tx: row.tx,
-    // Only emitEvent writes events, always with one of these types.
-    type: row.type as EventType,
-    environment: row.environment,
-    subject: row.subject,
-    created_at: row.created_at,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
-  }));
+  const last = rows.at(-1);
+  return {
+    // A feed row whose event is another organization's is passed over (the cursor moves past it): such a
+    // row came from another schema's event, written here by 027's trigger from a session whose
+    // search_path named this schema first (migration 028 says how; it writes none since).
+    events: rows
+      .filter((row) => row.organization_id === organizationId)
+      .map((row) => ({
+        id: row.id,
+        tx: row.tx,
+        // Only emitEvent writes events, always with one of these types.
+        type: row.type as EventType,
+        environment: row.environment,
+        subject: row.subject,
+        created_at: row.created_at,
+        payload: JSON.parse(row.payload) as Record<string, unknown>,
+      })),
+    /** The cursor after the last row read, or null when none was. */
+    cursor: last ? (isPostgres(ctx.db) ? `${last.tx}-${last.id}` : String(last.id)) : null,
+  };
 }
 
-export type FeedEvent = Awaited<ReturnType<typeof readEvents>>[number];
-
-/** The cursor after `results`: the last one's position, or `after` unchanged when there is none. */
-export function cursorAfter(ctx: AppContext, results: FeedEvent[], after: string | undefined): string {
-  const last = results.at(-1);
-  if (!last) return after ?? '0';
-  return isPostgres(ctx.db) ? `${last.tx}-${last.id}` : String(last.id);
-}
+/** One read of the feed: the events to answer, and the cursor after the last row read. */
+export type FeedPage = Awaited<ReturnType<typeof readEvents>>;

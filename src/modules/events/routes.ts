@@ -6,7 +6,7 @@
 import { sessionAuth, sessionOf } from '../../http/auth.ts';
 import { RateLimitedError, ValidationError } from '../../http/errors.ts';
 import type { App, RouteOptions } from '../../http/types.ts';
-import { cursorAfter, type FeedEvent, parseCursor, readEvents } from './feed.ts';
+import { type FeedPage, parseCursor, readEvents } from './feed.ts';
 import { EventFeed, EventsQuery, FEED_SETTLE_HEADER } from './schemas.ts';
 
 /** Long-polls one session may hold at once (per process); a further one is a 429 at once. */
@@ -23,11 +23,11 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
     async (request, reply) => {
       // On the feed's answers only (an error's 429 or 400 does not declare it). Nothing is held back
       // (feed.ts): the header stays, at 0, for followers written against versions that held back 2 s.
-      const answer = (results: FeedEvent[]) => {
+      const answer = (page: FeedPage) => {
         void reply.header(FEED_SETTLE_HEADER, '0');
         return {
-          results: results.map(({ tx: _tx, ...event }) => event),
-          cursor: cursorAfter(ctx, results, request.query.after),
+          results: page.events.map(({ tx: _tx, ...event }) => event),
+          cursor: page.cursor ?? request.query.after ?? '0',
         };
       };
       const organizationId = sessionOf(request).organizationId;
@@ -41,8 +41,8 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
         limit,
       };
       const deadline = Date.now() + waitMs;
-      let results = await readEvents(ctx, organizationId, filter);
-      if (results.length > 0 || waitMs === 0) return answer(results);
+      let page = await readEvents(ctx, organizationId, filter);
+      if (page.events.length > 0 || waitMs === 0) return answer(page);
       const sessionId = sessionOf(request).sessionId;
       const waiting = waitingBySession.get(sessionId) ?? 0;
       if (waiting >= MAX_LONG_POLLS) {
@@ -53,18 +53,26 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
       }
       waitingBySession.set(sessionId, waiting + 1);
       try {
-        for (let pause = FIRST_POLL_MS; results.length === 0; pause = Math.min(pause * 2, LONGEST_POLL_MS)) {
+        for (
+          let pause = FIRST_POLL_MS;
+          page.events.length === 0;
+          pause = Math.min(pause * 2, LONGEST_POLL_MS)
+        ) {
           const left = deadline - Date.now();
           if (left <= 0 || request.raw.destroyed) break;
           await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
-          results = await readEvents(ctx, organizationId, filter);
+          // Rows passed over (feed.ts) are not read again: the next read starts after them.
+          const passed = page.cursor;
+          if (passed) filter.after = parseCursor(passed);
+          page = await readEvents(ctx, organizationId, filter);
+          page.cursor ??= passed;
         }
       } finally {
         const left = (waitingBySession.get(sessionId) ?? 1) - 1;
         if (left > 0) waitingBySession.set(sessionId, left);
         else waitingBySession.delete(sessionId);
       }
-      return answer(results);
+      return answer(page);
     },
   );
 }
