@@ -9,9 +9,12 @@
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { sha256Hex } from '../src/lib/ids.ts';
-import { syncDuePayments } from '../src/modules/payments/sync.ts';
-import { runRenewals } from '../src/modules/subscriptions/renew.ts';
+import { lockPayment } from '../src/modules/payments/store.ts';
+import { readProviderPayment, syncDuePayments } from '../src/modules/payments/sync.ts';
+import { applyProviderState } from '../src/modules/payments/transitions.ts';
+import { afterPaymentRead, runRenewals } from '../src/modules/subscriptions/renew.ts';
 import { resolveFlaggedRenewal } from '../src/modules/subscriptions/resolve.ts';
 import { syncSetupById } from '../src/modules/subscriptions/signup.ts';
 import { billing } from './helpers/checkout.ts';
@@ -1043,9 +1046,57 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
   /**
    * Period 1's off-session charge is processing at the bank (the saved payment method a bank debit); the
    * reconciler reads the try back until its last read (20 hours), which flags it, so the merchant's cancel
-   * now, refused while the try was being read, goes ahead: the cycle void, the payment left pending (the
-   * bank still decides). Three days later the bank pays (or declines), and `check` looks at what follows,
-   * with Stripe's clock Kassa's (as in production) until it returns.
+   * now, refused while the try was being read, is allowed from then on (`cancelNow`). Run with Stripe's
+   * clock Kassa's (fake.useClock).
+   */
+  const flaggedAtBank = async (name: string, amount: string, email: string) => {
+    const atBank = await renewalAtBank(name, amount, email);
+    const cancelNow = async () =>
+      call<Json>(server, 'POST', `/api/subscriptions/${atBank.subscription.public_id}/cancel/`, {
+        token: await ownerToken(),
+        body: { at_period_end: false },
+      });
+    assert.equal((await cancelNow()).status, 409, 'the try is being read back');
+    await reconcileAt([2, 6, 61, 6 * 60 + 1, 20 * 60 + 1]);
+    assert.equal((await operationOf(`kassa-renew-${atBank.cycle.id}-1`)).state, 'flagged');
+    offsetMs = 32 * DAY + 21 * HOUR;
+    return { ...atBank, cancelNow };
+  };
+
+  /**
+   * Period 1 paid after its subscription was canceled (one receipt sent): weeks later, nothing more, no
+   * second settlement, receipt or charge, no new period for a canceled subscription, the period still paid.
+   */
+  const nothingMoreAfterPaidPeriod = async (
+    {
+      subscription,
+      cycle,
+      payment,
+    }: Pick<Awaited<ReturnType<typeof renewalAtBank>>, 'subscription' | 'cycle' | 'payment'>,
+    email: string,
+  ) => {
+    offsetMs = 70 * DAY;
+    await syncDuePayments(server.ctx);
+    await reconcile(server.ctx);
+    await runRenewals(server.ctx);
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1);
+    assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
+    assert.deepEqual(renewalCharges(subscription.public_id), ['succeeded'], 'charged once');
+    assert.ok(!fake.requests.some((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-2`));
+    assert.equal((await periodOne(subscription.id)).status, 'paid');
+    const cycles = await server.ctx.db
+      .selectFrom('subscription_cycles')
+      .select('period_index')
+      .where('subscription_id', '=', subscription.id)
+      .execute();
+    assert.deepEqual(cycles.map((row) => row.period_index).sort(), [0, 1], 'no new period');
+    assert.deepEqual(await eventStatuses(server.ctx, payment.public_id), ['processing', 'pending', 'paid']);
+  };
+
+  /**
+   * flaggedAtBank, then the merchant's cancel now goes ahead: the cycle void, the payment left pending
+   * (the bank still decides). Three days later the bank pays (or declines), and `check` looks at what
+   * follows, with Stripe's clock Kassa's (as in production) until it returns.
    */
   const bankDecidesAfterCancel = async (
     plan: { name: string; amount: string; email: string; bankPays: boolean },
@@ -1053,20 +1104,11 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
   ) => {
     const stripeClock = fake.useClock(() => Date.now() + offsetMs);
     try {
-      const { subscription, cycle, payment, intentId } = await renewalAtBank(
+      const { subscription, cycle, payment, intentId, cancelNow } = await flaggedAtBank(
         plan.name,
         plan.amount,
         plan.email,
       );
-      const cancelNow = async () =>
-        call<Json>(server, 'POST', `/api/subscriptions/${subscription.public_id}/cancel/`, {
-          token: await ownerToken(),
-          body: { at_period_end: false },
-        });
-      assert.equal((await cancelNow()).status, 409, 'the try is being read back');
-      await reconcileAt([2, 6, 61, 6 * 60 + 1, 20 * 60 + 1]);
-      assert.equal((await operationOf(`kassa-renew-${cycle.id}-1`)).state, 'flagged');
-      offsetMs = 32 * DAY + 21 * HOUR;
       const canceled = await cancelNow();
       assert.equal(canceled.status, 200, canceled.text);
       const after = await subscriptionOf(plan.email);
@@ -1109,22 +1151,7 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       const shown = (detail.body.cycles as Json[]).find((row) => row.period_index === 1);
       assert.deepEqual([shown?.status, shown?.transaction_id], ['paid', paid.public_id]);
 
-      // Nothing more: no second settlement, receipt or charge, no new period for a canceled subscription.
-      offsetMs = 70 * DAY;
-      await syncDuePayments(server.ctx);
-      await reconcile(server.ctx);
-      await runRenewals(server.ctx);
-      assert.equal(await settlementsOf(server.ctx, payment.id), 1);
-      assert.equal((await mailsTo(email, 'Receipt:')).length, 1);
-      assert.deepEqual(renewalCharges(subscription.public_id), ['succeeded'], 'charged once');
-      assert.ok(!fake.requests.some((request) => request.idempotencyKey === `kassa-renew-${cycle.id}-2`));
-      const cycles = await server.ctx.db
-        .selectFrom('subscription_cycles')
-        .select('period_index')
-        .where('subscription_id', '=', subscription.id)
-        .execute();
-      assert.deepEqual(cycles.map((row) => row.period_index).sort(), [0, 1]);
-      assert.deepEqual(await eventStatuses(server.ctx, payment.public_id), ['processing', 'pending', 'paid']);
+      await nothingMoreAfterPaidPeriod({ subscription, cycle, payment }, email);
     });
   });
 
@@ -1163,4 +1190,142 @@ describe(`subscriptions on Stripe (${DB_KIND})`, () => {
       assert.deepEqual(renewalCharges(subscription.public_id), ['failed']);
     });
   });
+  /**
+   * After a cancel now that found period 1's renewal payment paid (flaggedAtBank, the bank paid): the
+   * period is paid (not void beside a paid payment), the payment settled once, one receipt, the
+   * subscription canceled now by the merchant; later passes charge, settle and mail nothing more.
+   */
+  const paidPeriodKeptByCancel = async (
+    { subscription, cycle, payment }: Awaited<ReturnType<typeof renewalAtBank>>,
+    email: string,
+    canceled: { status: number; text: string; body: Json },
+  ) => {
+    assert.equal(canceled.status, 200, canceled.text);
+    assert.equal(canceled.body.status, 'canceled');
+    const paid = await paymentById(payment.id);
+    assert.equal(paid.status, 'paid');
+    const period = await periodOne(subscription.id);
+    assert.deepEqual([period.status, period.payment_id], ['paid', payment.id], 'the period was paid');
+    const after = await subscriptionOf(email);
+    assert.deepEqual(
+      [after?.status, after?.cancel_reason, after?.next_renewal_at],
+      ['canceled', 'merchant', null],
+      'the cancel still ends the subscription',
+    );
+    assert.equal(await settlementsOf(server.ctx, payment.id), 1);
+    assert.equal((await mailsTo(email, 'Receipt:')).length, 1, 'the receipt, once');
+    const shown = (canceled.body.cycles as Json[]).find((row) => row.period_index === 1);
+    assert.deepEqual([shown?.status, shown?.transaction_id], ['paid', paid.public_id]);
+    await nothingMoreAfterPaidPeriod({ subscription, cycle, payment }, email);
+  };
+
+  /** `body` with Stripe's clock Kassa's (as in production), restored after it. */
+  const onStripeClock = async (body: () => Promise<void>) => {
+    const stripeClock = fake.useClock(() => Date.now() + offsetMs);
+    try {
+      await body();
+    } finally {
+      stripeClock.restore();
+      offsetMs = 0;
+    }
+  };
+
+  /**
+   * flaggedAtBank, then the bank pays and the sync loop records it: the payment paid and settled, while
+   * the cycle stays open (its try flagged: no next try), no receipt yet.
+   */
+  const paidWhileFlagged = async (name: string, amount: string, email: string) => {
+    const atBank = await flaggedAtBank(name, amount, email);
+    fake.ledger.settleProcessing(atBank.intentId, true);
+    await syncDuePayments(server.ctx);
+    assert.equal((await paymentById(atBank.payment.id)).status, 'paid');
+    assert.equal(await settlementsOf(server.ctx, atBank.payment.id), 1);
+    assert.equal((await periodOne(atBank.subscription.id)).status, 'processing');
+    assert.deepEqual(await mailsTo(email, 'Receipt:'), []);
+    return atBank;
+  };
+
+  test('a renewal charge the bank paid, recorded while its flagged try waited, then a cancel now: the period is paid, not void, settled once, one receipt, the subscription canceled', () =>
+    onStripeClock(async () => {
+      const email = 'stripe-paid-then-canceled@example.com';
+      const atBank = await paidWhileFlagged('Monthly, debit paid before cancel', '8.40', email);
+      await paidPeriodKeptByCancel(atBank, email, await atBank.cancelNow());
+    }));
+
+  test("a renewal charge the bank paid, recorded while its flagged try waited, then a cancel at the period's end: at that end the period is paid, not void, one receipt, and the subscription ends", () =>
+    onStripeClock(async () => {
+      const email = 'stripe-paid-then-period-end@example.com';
+      const atBank = await paidWhileFlagged('Monthly, debit paid before period end', '8.60', email);
+      const asked = await call<Json>(
+        server,
+        'POST',
+        `/api/subscriptions/${atBank.subscription.public_id}/cancel/`,
+        { token: await ownerToken(), body: { at_period_end: true } },
+      );
+      assert.equal(asked.status, 200, asked.text);
+      assert.equal((await periodOne(atBank.subscription.id)).status, 'processing');
+
+      // Period 1 ends (two months after the signup): the cancel at its end closes the open cycle.
+      offsetMs = 63 * DAY;
+      await runRenewals(server.ctx);
+      const period = await periodOne(atBank.subscription.id);
+      assert.deepEqual(
+        [period.status, period.payment_id],
+        ['paid', atBank.payment.id],
+        'the period was paid',
+      );
+      const after = await subscriptionOf(email);
+      assert.deepEqual([after?.status, after?.cancel_reason], ['canceled', 'merchant']);
+      assert.equal(await settlementsOf(server.ctx, atBank.payment.id), 1);
+      assert.equal((await mailsTo(email, 'Receipt:')).length, 1, 'the receipt, once');
+      assert.equal((await mailsTo(email, 'Your Monthly, debit paid before period end')).length, 1, 'ended');
+      await nothingMoreAfterPaidPeriod(atBank, email);
+    }));
+
+  test(
+    "a cancel now that waits for a renewal payment's lock while a read records the bank's success: the period is paid, not void, one receipt",
+    { skip: DB_KIND === 'sqlite' && 'row locks: SQLite runs one write transaction at a time' },
+    () =>
+      onStripeClock(async () => {
+        const email = 'stripe-paid-during-cancel@example.com';
+        const atBank = await flaggedAtBank('Monthly, debit paid during cancel', '8.50', email);
+        fake.ledger.settleProcessing(atBank.intentId, true);
+        const state = await readProviderPayment(server.ctx, atBank.payment);
+        assert.ok(state);
+        assert.equal(state.outcome, 'PAYMENT_SUCCESS');
+        // A read of the payment (a webhook's, the sync loop's) in another connection: it holds the
+        // payment's row lock while the cancel voids its cycle and then waits for that lock.
+        const locked = Promise.withResolvers<number>();
+        const released = Promise.withResolvers<void>();
+        const read = server.ctx.db.transaction().execute(async (trx) => {
+          const backend = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+          await lockPayment(trx, atBank.payment.id);
+          locked.resolve(backend.rows[0].pid);
+          await released.promise;
+          return applyProviderState(trx, atBank.payment.id, state, server.ctx.clock().toISOString());
+        });
+        read.catch(locked.reject);
+        const pid = await locked.promise;
+        const cancel = atBank.cancelNow();
+        try {
+          const deadline = Date.now() + 10_000;
+          for (;;) {
+            const waiting = await sql<{ waiting: boolean }>`select exists (
+                select 1 from pg_stat_activity where ${pid}::int = any(pg_blocking_pids(pid))
+              ) as waiting`.execute(server.ctx.db);
+            if (waiting.rows[0].waiting) break;
+            assert.ok(Date.now() < deadline, "the cancel never waited for the payment's lock");
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+        } finally {
+          released.resolve();
+        }
+        // The cycle's void was not committed: the read found no closed cycle to pay, and owes no receipt.
+        const applied = await read;
+        assert.deepEqual([applied.payment.status, applied.closedPeriodPaid], ['paid', null]);
+        await afterPaymentRead(server.ctx, applied);
+
+        await paidPeriodKeptByCancel(atBank, email, await cancel);
+      }),
+  );
 });

@@ -19,11 +19,10 @@ import { isPublicId } from '../../lib/ids.ts';
 import { formatAmount, toBigInt } from '../../lib/money.ts';
 import type { Environment } from '../api-keys/table.ts';
 import { type Actor, recordAudit } from '../audit/record.ts';
-import { movePayment } from '../payments/transitions.ts';
 import type { SubscriptionStatus } from './dunning.ts';
 import { periodBounds, periodIndexAt } from './periods.ts';
 import { advanceClock } from './renewal-clock.ts';
-import { clockOf, renewalInFlight } from './renewal-cycles.ts';
+import { clockOf, closeCycle, flush, type Outbox, renewalInFlight } from './renewal-cycles.ts';
 import { createUpdateCardLink } from './signup.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
@@ -183,6 +182,7 @@ export async function cancelSubscription(
   const existing = await findSubscription(ctx.db, organizationId, publicId);
   if (!existing) throw new NotFoundError('Subscription not found.');
   if (existing.status === 'canceled') throw new ConflictError('The subscription is already canceled.');
+  const outbox: Outbox = [];
   await ctx.db.transaction().execute(async (trx) => {
     // The subscription's row lock (PostgreSQL; SQLite runs one write transaction at a time) orders this
     // against a renewal, which takes the same lock to check the status before it charges.
@@ -217,19 +217,18 @@ export async function cancelSubscription(
         .where('status', '<>', 'canceled')
         .executeTakeFirst();
       if (updated.numUpdatedRows === 0n) throw new ConflictError('The subscription is already canceled.');
-      const voided = await trx
-        .updateTable('subscription_cycles')
-        .set({ status: 'void', next_attempt_at: null, leased_by: null, lease_until: null, updated_at: now })
+      // A period being dunned stops: its cycle void, its renewal payment canceled (no try is in flight:
+      // checked above). One pending at the bank (its try flagged after the reconciler's last read) is not:
+      // Kassa cannot take it back; it is followed until the bank decides. One the bank paid already (read
+      // while the cycle waited, or just before this cancel's lock on it) makes the period paid, with its
+      // receipt, and the subscription still ends now (renewal-cycles.ts, closeCycle).
+      const open = await trx
+        .selectFrom('subscription_cycles')
+        .selectAll()
         .where('subscription_id', '=', existing.id)
         .where('status', 'in', ['processing', 'retrying'])
-        .returning('payment_id')
         .execute();
-      // A period being dunned stops: its renewal payment is canceled (no try is in flight: checked above).
-      // One pending at the bank (its try flagged after the reconciler's last read) is not: Kassa cannot
-      // take it back; it is followed until the bank decides (renewal-cycles.ts, closeCycle).
-      for (const { payment_id } of voided) {
-        if (payment_id !== null) await movePayment(trx, payment_id, 'processing', 'canceled', realNow);
-      }
+      for (const cycle of open) await closeCycle(trx, cycle, 'void', now, realNow, outbox);
     }
     await recordAudit(
       trx,
@@ -243,6 +242,8 @@ export async function cancelSubscription(
       realNow,
     );
   });
+  // The receipt of a period found paid when its cycle closed, once the cancel has committed.
+  await flush(ctx, outbox);
   return getSubscription(ctx, organizationId, publicId);
 }
 

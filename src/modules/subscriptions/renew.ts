@@ -85,7 +85,7 @@ async function scheduleOne(ctx: AppContext, subscriptionId: number, outbox: Outb
       // Past due too: the merchant's cancel ends the dunning at the period's end. A try made before then
       // and not answered yet decides first (finishTry cancels once it is recorded): this pass waits.
       if (await renewalInFlight(trx, subscription.id, ctx.clock().toISOString())) return false;
-      await cancelAtPeriodEnd(trx, subscription, nowIso, ctx.clock().toISOString());
+      await cancelAtPeriodEnd(trx, subscription, nowIso, ctx.clock().toISOString(), outbox);
       outbox.push({ subscriptionId, mail: 'canceled' });
       return true;
     }
@@ -240,7 +240,7 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
     if (cycle.leased_by !== WORKER_ID || cycle.next_attempt_at === null) return null;
     if (!['processing', 'retrying'].includes(cycle.status)) return null;
     if (subscription.status === 'canceled') {
-      await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+      await closeCycle(trx, cycle, 'void', nowIso, realNowIso, outbox);
       return null;
     }
     const opened =
@@ -269,13 +269,13 @@ async function prepareTry(ctx: AppContext, cycleId: number, outbox: Outbox): Pro
         .where('id', '=', cycle.id)
         .execute();
       if (await renewalInFlight(trx, subscription.id, realNowIso)) return null;
-      await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso);
+      await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso, outbox);
       outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
       return null;
     }
     if (cycle.needs_new_card === 1) {
       // The customer gave no new card before the last try's time: the period is not collected.
-      await applyStep(trx, subscription, cycle, giveUp(), nowIso, realNowIso);
+      await applyStep(trx, subscription, cycle, giveUp(), nowIso, realNowIso, outbox);
       outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
       return null;
     }
@@ -409,9 +409,12 @@ async function putOff(ctx: AppContext, cycleId: number) {
  * its cycle, if it waits for a later try (processing or retrying, a next try set, no live lease), is due
  * at once, so the worker's next pass records the period paid without a charge (prepareTry) instead of
  * leaving it dunned, the subscription past due, until that try. Called once the payment's transaction
- * has committed, as a statement of its own that touches the cycle's row only: it never takes a lock
- * inside the payment's transaction (the worker locks subscription, then cycle, then payment). A cycle
- * whose try is in flight needs nothing: that try's answer, or its read back, records the period.
+ * has committed, as a statement of its own that touches the cycle's row only: it never writes an open
+ * cycle inside the payment's transaction (the worker locks subscription, then cycle, then payment; inside
+ * it only a closed cycle is written, by paidAfterCycleClosed, and no worker or cancel locks a closed one).
+ * A cycle whose try is in flight needs nothing: that try's answer, or its read back, records the period.
+ * One whose try is flagged (no next try) is not made due: it waits for the operator, and a cancel that
+ * closes it meanwhile finds the payment paid and makes the period paid (closeCycle).
  */
 export async function renewalPaidElsewhere(
   ctx: AppContext,

@@ -254,16 +254,16 @@ export async function recordDecided(
     // it is kept (receipt). A decline is not dunned: the cycle is void, its payment canceled. Either
     // way the subscription ends at the period's end, reason merchant, and nothing is tried again.
     if (result.succeeded) {
-      await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
+      await applyStep(trx, subscription, cycle, step, nowIso, realNowIso, outbox);
       outbox.push({ subscriptionId: subscription.id, mail: 'receipt' });
-    } else await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+    } else await closeCycle(trx, cycle, 'void', nowIso, realNowIso, outbox);
     if (!(await renewalInFlight(trx, subscription.id, realNowIso))) {
-      await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso);
+      await cancelAtPeriodEnd(trx, subscription, nowIso, realNowIso, outbox);
       outbox.push({ subscriptionId: subscription.id, mail: 'canceled' });
     }
     return false;
   }
-  await applyStep(trx, subscription, cycle, step, nowIso, realNowIso);
+  await applyStep(trx, subscription, cycle, step, nowIso, realNowIso, outbox);
   if (step.mail) outbox.push({ subscriptionId: subscription.id, mail: step.mail });
   return false;
 }

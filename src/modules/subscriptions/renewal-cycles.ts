@@ -7,6 +7,8 @@ import type { AppContext } from '../../context.ts';
 import { isPostgres } from '../../db/connection.ts';
 import type { Executor } from '../../db/database.ts';
 import { READ_OPERATION_STATES } from '../../provider/operations/table.ts';
+import { lockPayment } from '../payments/store.ts';
+import { wasPaid } from '../payments/table.ts';
 import { movePayment } from '../payments/transitions.ts';
 import type { CustomerMail, DunningStep } from './dunning.ts';
 import { sendCustomerMail } from './mails.ts';
@@ -57,6 +59,13 @@ export async function flush(ctx: AppContext, outbox: Outbox) {
  * bank (a debit Stripe shows `processing`), which Kassa cannot take back (Stripe refuses to cancel it);
  * the sync loop and Stripe's webhooks follow it until the bank decides: paid, the period is paid after all
  * (paidAfterCycleClosed); declined, the payment fails (payments/sync.ts, stopIfDeclined).
+ * One found paid under its lock (or refund_pending/refunded: it was paid) was charged: the bank paid it
+ * and a read recorded it while the cycle was still open (the try flagged, so no try records it), or
+ * just before this lock (that read's paidAfterCycleClosed ran before this close committed and found the
+ * cycle open). The cycle is then `paid` instead: the period was charged and the money is real; the
+ * caller's subscription ends as it says (no new period, nothing charged again), and the customer is owed
+ * the receipt, queued in `outbox` (the read that paid it sent none: it found no closed cycle). Locks: the
+ * cycle's row (written first), then the payment's, as the worker takes them.
  */
 export async function closeCycle(
   trx: Executor,
@@ -64,21 +73,31 @@ export async function closeCycle(
   status: 'void' | 'uncollectible',
   nowIso: string,
   realNowIso: string,
+  outbox: Outbox,
 ) {
   await trx
     .updateTable('subscription_cycles')
     .set({ status, next_attempt_at: null, leased_by: null, lease_until: null, updated_at: nowIso })
     .where('id', '=', cycle.id)
     .execute();
-  if (cycle.payment_id !== null) {
-    await movePayment(
-      trx,
-      cycle.payment_id,
-      'processing',
-      status === 'void' ? 'canceled' : 'failed',
-      realNowIso,
-    );
+  if (cycle.payment_id === null) return;
+  const payment = await lockPayment(trx, cycle.payment_id);
+  if (payment !== undefined && wasPaid(payment.status)) {
+    await trx
+      .updateTable('subscription_cycles')
+      .set({ status: 'paid', updated_at: nowIso })
+      .where('id', '=', cycle.id)
+      .execute();
+    outbox.push({ subscriptionId: cycle.subscription_id, mail: 'receipt' });
+    return;
   }
+  await movePayment(
+    trx,
+    cycle.payment_id,
+    'processing',
+    status === 'void' ? 'canceled' : 'failed',
+    realNowIso,
+  );
 }
 
 /**
@@ -87,7 +106,10 @@ export async function closeCycle(
  * the money is real. Nothing else moves: the subscription stays canceled (canceled_at and the reason kept;
  * a canceled subscription never comes back, as at Stripe) and no period starts. Returns the subscription
  * whose customer is owed the receipt (sent once the transaction has committed), or null. Only the cycle's
- * row is written: no lock is taken on the subscription inside the payment's transaction.
+ * row is written: no lock is taken on the subscription inside the payment's transaction, and only a closed
+ * cycle matches, whose row no other transaction writes (closeCycle locks an open cycle before the payment;
+ * this update does not wait for it: on PostgreSQL a row whose committed version is open does not match).
+ * A close not yet committed is not seen: 0 rows, and that close finds the payment paid (closeCycle).
  */
 export async function paidAfterCycleClosed(
   trx: Executor,
@@ -127,6 +149,7 @@ export async function cancelAtPeriodEnd(
   subscription: SubscriptionRow,
   nowIso: string,
   realNowIso: string,
+  outbox: Outbox,
 ) {
   const open = await trx
     .selectFrom('subscription_cycles')
@@ -134,7 +157,7 @@ export async function cancelAtPeriodEnd(
     .where('subscription_id', '=', subscription.id)
     .where('status', 'in', ['processing', 'retrying'])
     .execute();
-  for (const cycle of open) await closeCycle(trx, cycle, 'void', nowIso, realNowIso);
+  for (const cycle of open) await closeCycle(trx, cycle, 'void', nowIso, realNowIso, outbox);
   await trx
     .updateTable('subscriptions')
     .set({
@@ -156,9 +179,10 @@ export async function applyStep(
   step: DunningStep,
   nowIso: string,
   realNowIso: string,
+  outbox: Outbox,
 ) {
   if (step.cycleStatus === 'uncollectible') {
-    await closeCycle(trx, cycle, 'uncollectible', nowIso, realNowIso);
+    await closeCycle(trx, cycle, 'uncollectible', nowIso, realNowIso, outbox);
   } else {
     await trx
       .updateTable('subscription_cycles')
@@ -213,9 +237,11 @@ export async function lockCycle(trx: Executor, cycleId: number) {
  * Whether a try of one of the subscription's cycles is being charged or reconciled (cancel now and the
  * cancel at the period's end wait). A try flagged after the reconciler's last read is not: nobody will
  * read it again, so waiting for it would hold the subscription for ever. It is on the payment's review
- * in the dashboard (payments/review.ts) and the operator resolves it (resolve.ts); if the provider
- * later shows it charged after the cycle was voided, the payment records a provider_conflict instead of
- * becoming paid (applyProviderState).
+ * in the dashboard (payments/review.ts) and the operator resolves it (resolve.ts). If the provider later
+ * shows it charged after the cycle was voided: a payment the void canceled (still `processing`, its
+ * answer never read) records a provider_conflict instead of becoming paid (applyProviderState); one left
+ * `pending` (its charge at the bank) becomes paid, and its cycle `paid` (paidAfterCycleClosed); one paid
+ * already when the cycle closes makes it `paid` (closeCycle).
  */
 export async function renewalInFlight(
   trx: Executor,
