@@ -94,7 +94,6 @@ export async function readEvents(ctx: AppContext, organizationId: number, filter
       .filter((row) => row.organization_id === organizationId)
       .map((row) => ({
         id: row.id,
-        tx: row.tx,
         // Only emitEvent writes events, always with one of these types.
         type: row.type as EventType,
         environment: row.environment,

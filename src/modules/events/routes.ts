@@ -26,7 +26,7 @@ export async function eventRoutes(app: App, { ctx }: RouteOptions) {
       const answer = (page: FeedPage) => {
         void reply.header(FEED_SETTLE_HEADER, '0');
         return {
-          results: page.events.map(({ tx: _tx, ...event }) => event),
+          results: page.events,
           cursor: page.cursor ?? request.query.after ?? '0',
         };
       };

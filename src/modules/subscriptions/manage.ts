@@ -22,7 +22,7 @@ import { type Actor, recordAudit } from '../audit/record.ts';
 import type { SubscriptionStatus } from './dunning.ts';
 import { periodBounds, periodIndexAt } from './periods.ts';
 import { advanceClock } from './renewal-clock.ts';
-import { clockOf, closeCycle, flush, type Outbox, renewalInFlight } from './renewal-cycles.ts';
+import { clockOf, flush, type Outbox, renewalInFlight, voidOpenCycles } from './renewal-cycles.ts';
 import { createUpdateCardLink } from './signup.ts';
 import type { SubscriptionCycleRow, SubscriptionPlanRow, SubscriptionRow } from './table.ts';
 
@@ -222,13 +222,7 @@ export async function cancelSubscription(
       // Kassa cannot take it back; it is followed until the bank decides. One the bank paid already (read
       // while the cycle waited, or just before this cancel's lock on it) makes the period paid, with its
       // receipt, and the subscription still ends now (renewal-cycles.ts, closeCycle).
-      const open = await trx
-        .selectFrom('subscription_cycles')
-        .selectAll()
-        .where('subscription_id', '=', existing.id)
-        .where('status', 'in', ['processing', 'retrying'])
-        .execute();
-      for (const cycle of open) await closeCycle(trx, cycle, 'void', now, realNow, outbox);
+      await voidOpenCycles(trx, existing.id, now, realNow, outbox);
     }
     await recordAudit(
       trx,

@@ -138,6 +138,23 @@ export function periodEndCancelDue(subscription: SubscriptionRow, nowIso: string
   );
 }
 
+/** Closes the subscription's cycles still being collected as void (closeCycle), for a cancel. */
+export async function voidOpenCycles(
+  trx: Executor,
+  subscriptionId: number,
+  nowIso: string,
+  realNowIso: string,
+  outbox: Outbox,
+) {
+  const open = await trx
+    .selectFrom('subscription_cycles')
+    .selectAll()
+    .where('subscription_id', '=', subscriptionId)
+    .where('status', 'in', ['processing', 'retrying'])
+    .execute();
+  for (const cycle of open) await closeCycle(trx, cycle, 'void', nowIso, realNowIso, outbox);
+}
+
 /**
  * The cancel at the period's end, once that end has come and no try is in flight: canceled then
  * (`canceled_at` = the period's end, reason merchant), and, as cancel now does, a cycle still being
@@ -151,13 +168,7 @@ export async function cancelAtPeriodEnd(
   realNowIso: string,
   outbox: Outbox,
 ) {
-  const open = await trx
-    .selectFrom('subscription_cycles')
-    .selectAll()
-    .where('subscription_id', '=', subscription.id)
-    .where('status', 'in', ['processing', 'retrying'])
-    .execute();
-  for (const cycle of open) await closeCycle(trx, cycle, 'void', nowIso, realNowIso, outbox);
+  await voidOpenCycles(trx, subscription.id, nowIso, realNowIso, outbox);
   await trx
     .updateTable('subscriptions')
     .set({
